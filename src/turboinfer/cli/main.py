@@ -1,0 +1,64 @@
+"""`turboinfer` command line (typer)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from turboinfer.cli import render
+from turboinfer.core.errors import TurboinferError
+from turboinfer.core.settings import Settings
+from turboinfer.models.catalog import build_zoo_model, zoo_table
+from turboinfer.profile.machine import run_probe
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
+zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
+app.add_typer(zoo, name="zoo")
+
+JsonOption = Annotated[Path | None, typer.Option("--json", help="Also write the result as JSON here.")]
+
+
+def settings() -> Settings:
+    """Settings from the environment (TURBOINFER_CACHE)."""
+    return Settings.from_env(os.environ)
+
+
+@app.command()
+def probe(json_path: JsonOption = None) -> None:
+    """This machine: CPU, ISA, cores, quota, GPU; measured GEMM peaks and memory bandwidth."""
+    report = run_probe()
+    render.probe(report)
+    if json_path:
+        render.write_json(json_path, report.to_dict())
+
+
+@zoo.command("list")
+def zoo_list() -> None:
+    """List the zoo's models and whether they are built."""
+    render.zoo_list(zoo_table(settings()))
+
+
+@zoo.command("build")
+def zoo_build(
+    name: Annotated[str, typer.Argument(help="Zoo model name (see `turboinfer zoo list`).")],
+    force: Annotated[bool, typer.Option(help="Rebuild even if a verified build exists.")] = False,
+) -> None:
+    """Export a zoo model to ONNX in the cache and print its ModelCard path."""
+    render.zoo_built(build_zoo_model(name, settings(), force=force))
+
+
+def main() -> None:
+    """Entry point: user errors print one line and exit with their code (2, or 3 for budget)."""
+    try:
+        app()
+    except TurboinferError as err:
+        render.error(str(err))
+        sys.exit(err.exit_code)
+
+
+if __name__ == "__main__":
+    main()

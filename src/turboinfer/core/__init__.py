@@ -1,0 +1,1 @@
+"""Shared vocabulary: errors, value types, model cards and settings. Imports nothing above it."""

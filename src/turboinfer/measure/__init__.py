@@ -1,0 +1,1 @@
+"""Timing and statistics: pure functions over raw samples."""

@@ -1,0 +1,108 @@
+"""Preprocessing as explicit stages: decode → resize + centre crop → normalize (images); tokenize (text).
+
+This is the reference (Pillow) path that every faster path is checked against.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from turboinfer.core.errors import InvalidInput
+from turboinfer.core.types import ImagePreprocess, TextPreprocess
+
+MAX_PIXELS = 100_000_000
+"""Refuse images above this many pixels before decoding (decompression bombs); 100 MP by default."""
+
+
+def decode_image(data: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+    """Bytes of any Pillow format → RGB uint8 array [H, W, 3], EXIF orientation applied."""
+    if not data:
+        raise InvalidInput("empty image: 0 bytes")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own limit applies below
+            image = Image.open(io.BytesIO(data))
+            width, height = image.size
+            if width * height > max_pixels:
+                raise InvalidInput(
+                    f"image too large: {width}x{height} = {width * height / 1e6:.0f} MP, "
+                    f"over the {max_pixels / 1e6:.0f} MP limit"
+                )
+            image.load()
+    except Image.DecompressionBombError as err:
+        raise InvalidInput(f"image too large: {err}") from None
+    except UnidentifiedImageError as err:
+        raise InvalidInput(f"not a decodable image: {err}") from None
+    except (OSError, SyntaxError, ValueError) as err:
+        raise InvalidInput(f"corrupt or truncated image: {err}") from None
+    upright = ImageOps.exif_transpose(image)
+    if upright.mode in ("I;16", "I;16B", "I;16L", "I"):
+        raise InvalidInput(f"unsupported {upright.mode} (16/32-bit) image; convert it to 8-bit RGB")
+    return np.asarray(upright.convert("RGB"))
+
+
+def resize_and_crop(pixels: np.ndarray, spec: ImagePreprocess) -> np.ndarray:
+    """Resize the shorter side to spec.resize (bilinear), then centre-crop spec.size × spec.size."""
+    height, width = pixels.shape[:2]
+    scale = spec.resize / min(height, width)
+    new_w, new_h = max(spec.size, round(width * scale)), max(spec.size, round(height * scale))
+    image = Image.fromarray(pixels).resize((new_w, new_h), Image.Resampling.BILINEAR)
+    left, top = (new_w - spec.size) // 2, (new_h - spec.size) // 2
+    return np.asarray(image.crop((left, top, left + spec.size, top + spec.size)))
+
+
+def normalize(pixels: np.ndarray, spec: ImagePreprocess) -> np.ndarray:
+    """uint8 [H, W, 3] → the model's input layout and dtype ((x/255 - mean)/std in float32, or raw uint8)."""
+    if spec.input_dtype == "uint8":
+        out = pixels
+    else:
+        mean = np.asarray(spec.mean, dtype=np.float32) * 255  # [3], in 0..255 units
+        inv_std = 1.0 / (np.asarray(spec.std, dtype=np.float32) * 255)
+        out = (pixels.astype(np.float32) - mean) * inv_std
+    return np.ascontiguousarray(out.transpose(2, 0, 1) if spec.layout == "NCHW" else out)
+
+
+def image_tensor(data: bytes, spec: ImagePreprocess) -> np.ndarray:
+    """Image bytes → one model input, without the batch axis."""
+    return normalize(resize_and_crop(decode_image(data), spec), spec)
+
+
+def image_batch(images: Sequence[bytes], spec: ImagePreprocess) -> np.ndarray:
+    """Several image byte strings → a stacked batch [N, ...]."""
+    return np.stack([image_tensor(data, spec) for data in images])
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a file (the pipeline's first stage)."""
+    return path.read_bytes()
+
+
+class TextTokenizer:
+    """Sentences → the token tensors of a BERT-style model (input_ids, attention_mask, token_type_ids)."""
+
+    def __init__(self, tokenizer_file: Path, spec: TextPreprocess) -> None:
+        from tokenizers import Tokenizer
+
+        if not tokenizer_file.is_file():
+            raise InvalidInput(f"tokenizer file not found: {tokenizer_file}")
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._max_length = spec.max_length
+
+    def __call__(self, sentences: Sequence[str], pad_to: int | None = None) -> dict[str, np.ndarray]:
+        """Token tensors [batch, sequence], int64, padded to the longest; pad_to fixes the length instead."""
+        if not sentences or not all(isinstance(s, str) for s in sentences):
+            raise InvalidInput("need a non-empty list of strings")
+        self._tokenizer.enable_truncation(pad_to or self._max_length)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]", length=pad_to)
+        encodings = self._tokenizer.encode_batch(list(sentences))
+        return {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }

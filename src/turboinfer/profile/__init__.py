@@ -1,0 +1,1 @@
+"""Diagnosis: where the time goes, against what this machine can do."""

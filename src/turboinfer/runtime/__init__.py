@@ -1,0 +1,1 @@
+"""Backends behind one Session protocol; each backend module imports its framework lazily."""

@@ -1,0 +1,61 @@
+"""The CLI as a user runs it: a real subprocess, real exit codes, no tracebacks for user errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TURBOINFER = [sys.executable, "-m", "turboinfer.cli.main"]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*TURBOINFER, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_unknown_zoo_name_is_one_line_and_exit_2():
+    result = run("zoo", "build", "resnet9000")
+    assert result.returncode == 2
+    assert "unknown model 'resnet9000'" in result.stderr
+    assert "efficientnet-lite0" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_zoo_build_prints_the_card_path(effnet):
+    result = run("zoo", "build", "efficientnet-lite0")
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()) == effnet.card_path
+
+
+def test_zoo_list_shows_every_model():
+    result = run("zoo", "list")
+    assert result.returncode == 0
+    for name in ("efficientnet-lite0", "minilm-l6", "mobilenetv2", "resnet152"):
+        assert name in result.stdout
+
+
+def test_missing_torch_extra_is_named(tmp_path):
+    """Building a model without torch installed says which extra to install."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "torch.py").write_text("raise ImportError('torch hidden for this test')\n")
+    env = {**os.environ, "PYTHONPATH": str(blocker), "TURBOINFER_CACHE": str(tmp_path / "cache")}
+    result = run("zoo", "build", "mobilenetv2", env=env)
+    assert result.returncode == 2
+    assert "pip install -e '.[torch]'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_probe_json_reports_measured_peaks(tmp_path):
+    out = tmp_path / "p.json"
+    result = run("probe", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["cpu"]["model"] and data["cpu"]["cores"] >= 1
+    assert isinstance(data["cpu"]["isa"], list)
+    assert data["peaks"]["fp32_gflops"] > 1
+    assert data["peaks"]["mem_bandwidth_gbps"] > 0.5
+    assert data["peaks"]["int8_gops"] > 1
+    assert all(m["method"] for m in data["measurements"])
+    assert data["environment"]["packages"]["onnxruntime"]

@@ -1,0 +1,65 @@
+"""Shared fixtures: the real zoo (built once into the user's cache), real photos, a tiny real ONNX model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from turboinfer.core.card import ModelCard
+from turboinfer.core.settings import Settings
+from turboinfer.models.catalog import build_zoo_model
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """The same cache `make demo` uses, so the zoo is built once per machine."""
+    return Settings.from_env(os.environ)
+
+
+@pytest.fixture(scope="session")
+def effnet(settings: Settings) -> ModelCard:
+    return build_zoo_model("efficientnet-lite0", settings)
+
+
+@pytest.fixture(scope="session")
+def mobilenet(settings: Settings) -> ModelCard:
+    return build_zoo_model("mobilenetv2", settings)
+
+
+@pytest.fixture(scope="session")
+def minilm(settings: Settings) -> ModelCard:
+    return build_zoo_model("minilm-l6", settings)
+
+
+def write_tiny_model(path: Path) -> Path:
+    """y = relu(x @ W + b), x: [batch, 4] float32 → y: [batch, 3]; a real ONNX file for fast runtime tests."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "W")
+    bias = numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "b")
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["xw"]),
+        helper.make_node("Add", ["xw", "b"], ["z"]),
+        helper.make_node("Relu", ["z"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        initializer=[weight, bias],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+@pytest.fixture()
+def tiny_model(tmp_path: Path) -> Path:
+    return write_tiny_model(tmp_path / "tiny.onnx")

@@ -12,8 +12,10 @@ import typer
 from turboinfer.cli import render
 from turboinfer.core.errors import TurboinferError
 from turboinfer.core.settings import Settings
-from turboinfer.models.catalog import build_zoo_model, zoo_table
+from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.profile.machine import run_probe
+from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
+from turboinfer.runtime.session import SessionOptions
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
@@ -49,6 +51,27 @@ def zoo_build(
 ) -> None:
     """Export a zoo model to ONNX in the cache and print its ModelCard path."""
     render.zoo_built(build_zoo_model(name, settings(), force=force))
+
+
+@app.command()
+def profile(
+    model: Annotated[str, typer.Argument(help="Zoo name, ModelCard (.card.json) or ONNX path.")],
+    backend: Annotated[str, typer.Option(help="ort or openvino.")] = "ort",
+    threads: Annotated[int, typer.Option(help="Intra-op threads; 0 = all usable cores.")] = 0,
+    pipeline: Annotated[str, typer.Option(help="auto, image, text or none.")] = "auto",
+    inputs: Annotated[Path | None, typer.Option(help="Folder of photos (default: packaged real photos).")] = None,
+    seconds: Annotated[float, typer.Option(help="Time cap per measurement, seconds.")] = 10.0,
+    json_path: JsonOption = None,
+) -> None:
+    """Where the time goes: pipeline stages on real inputs and the model's latency distribution."""
+    if pipeline not in ("auto", "image", "text", "none"):
+        raise typer.BadParameter("choose auto, image, text or none", param_hint="--pipeline")
+    kind: PipelineKind = pipeline  # type: ignore[assignment]
+    request = ProfileRequest(backend, SessionOptions(intra_threads=threads), kind, inputs, seconds)
+    report = profile_model(resolve_model(model, settings()), request, settings())
+    render.profile(report)
+    if json_path:
+        render.write_json(json_path, report.to_dict())
 
 
 def main() -> None:

@@ -11,7 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from turboinfer.core.card import ModelCard
+from turboinfer.measure.stats import Summary
 from turboinfer.profile.machine import ProbeReport
+from turboinfer.profile.run import ProfileReport
 
 console = Console()
 errors = Console(stderr=True)
@@ -70,3 +72,38 @@ def zoo_built(card: ModelCard) -> None:
         highlight=False,
     )
     print(card.card_path)
+
+
+def ms(seconds: float) -> str:
+    """Seconds as milliseconds with 3 significant digits."""
+    return f"{seconds * 1e3:.3g}"
+
+
+def latency_line(label: str, s: Summary) -> str:
+    """One line: median (CI), p90, p99, CV, first-call penalty."""
+    penalty = f", first call {s.first_call_penalty:.1f}× median" if s.first_call_penalty else ""
+    return (
+        f"{label}: median {ms(s.median)} ms (95% CI {ms(s.median_ci[0])}–{ms(s.median_ci[1])}), "
+        f"p90 {ms(s.p90)}, p99 {ms(s.p99)} ms, CV {s.cv:.2f}, outliers {s.outlier_rate:.1%}{penalty}, n={s.n}"
+    )
+
+
+def profile(report: ProfileReport) -> None:
+    """Render `turboinfer profile`."""
+    backend = report.backend
+    console.print(f"[bold]{report.model}[/] on {backend['backend']} ({backend.get('precision')})")
+    console.print(latency_line("model only, batch 1", report.model_latency), highlight=False)
+    pipeline = report.pipeline
+    if pipeline is None:
+        return
+    table = Table(
+        title=f"One request through the pipeline ({pipeline.requests} requests, {pipeline.inputs_used} inputs)"
+    )
+    for column in ("stage", "median ms", "p99 ms", "share of mean"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    for stage in pipeline.stages:
+        table.add_row(stage.name, ms(stage.summary.median), ms(stage.summary.p99), f"{stage.share:.0%}")
+    table.add_row("[bold]end to end[/]", ms(pipeline.end_to_end.median), ms(pipeline.end_to_end.p99), "100%")
+    console.print(table)
+    for reason in pipeline.inputs_skipped:
+        errors.print(f"[yellow]skipped[/] {escape(reason)}", highlight=False)

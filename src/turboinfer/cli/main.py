@@ -9,9 +9,11 @@ from typing import Annotated
 
 import typer
 
+from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
 from turboinfer.cli import render
 from turboinfer.core.errors import TurboinferError
 from turboinfer.core.settings import Settings
+from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.profile.machine import run_probe
 from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
@@ -72,6 +74,24 @@ def profile(
     render.profile(report)
     if json_path:
         render.write_json(json_path, report.to_dict())
+
+
+@app.command("bench-decode")
+def bench_decode(
+    inputs: Annotated[
+        Path | None, typer.Option(help="Folder of JPEGs (default: 0.3, 4.1, 12.5 MP real photos).")
+    ] = None,
+    seconds: Annotated[float, typer.Option(help="Time cap per photo for the interleaved latency runs.")] = 5.0,
+    json_path: JsonOption = None,
+) -> None:
+    """Decoders vs the Pillow + torchvision-style baseline: ms/image, speedup with CI, images/s on 1 and 2 threads."""
+    cases = folder_cases(inputs) if inputs else default_cases(settings())
+    results = compare_decoders(cases, ImagePreprocess(), seconds=seconds)
+    render.decode_results(cases, results)
+    if json_path:
+        render.write_json(
+            json_path, {"cases": [c.describe() for c in cases], "results": [r.to_dict() for r in results]}
+        )
 
 
 def main() -> None:

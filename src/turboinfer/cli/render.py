@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from turboinfer.bench.decode import DecodeCase, MethodResult
 from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import Summary
 from turboinfer.profile.machine import ProbeReport
@@ -107,3 +108,19 @@ def profile(report: ProfileReport) -> None:
     console.print(table)
     for reason in pipeline.inputs_skipped:
         errors.print(f"[yellow]skipped[/] {escape(reason)}", highlight=False)
+
+
+def decode_results(cases: list[DecodeCase], results: list[MethodResult]) -> None:
+    """Render `turboinfer bench-decode`."""
+    for case in cases:
+        console.print(
+            f"[bold]{case.label}[/]: {case.width}x{case.height}, {len(case.jpeg) // 1024} KiB ({case.origin})"
+        )
+    table = Table(title="JPEG → normalized 224×224 tensor (interleaved runs; speedup = baseline / method, 95% CI)")
+    for column in ("photo", "method", "median ms", "p90 ms", "speedup", "img/s 1 thread", "img/s 2 threads"):
+        table.add_column(column, justify="left" if column in ("photo", "method") else "right")
+    for r in results:
+        speedup = "—" if r.speedup is None else f"{r.speedup.ratio:.2f}× ({r.speedup.ci[0]:.2f}–{r.speedup.ci[1]:.2f})"
+        rates = [f"{r.images_per_s[t]:.0f}" if t in r.images_per_s else "—" for t in (1, 2)]
+        table.add_row(r.case, r.method, ms(r.latency.median), ms(r.latency.p90), speedup, *rates)
+    console.print(table)

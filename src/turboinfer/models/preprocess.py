@@ -20,20 +20,24 @@ MAX_PIXELS = 100_000_000
 """Refuse images above this many pixels before decoding (decompression bombs); 100 MP by default."""
 
 
-def decode_image(data: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
-    """Bytes of any Pillow format → RGB uint8 array [H, W, 3], EXIF orientation applied."""
+def check_pixel_limit(width: int, height: int, max_pixels: int = MAX_PIXELS) -> None:
+    """Raise InvalidInput when a header's width×height exceeds max_pixels (checked before decoding)."""
+    if width * height > max_pixels:
+        raise InvalidInput(
+            f"image too large: {width}x{height} = {width * height / 1e6:.0f} MP, "
+            f"over the {max_pixels / 1e6:.0f} MP limit"
+        )
+
+
+def decode_pil(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
+    """Bytes of any Pillow format → an RGB Pillow image, EXIF orientation applied."""
     if not data:
         raise InvalidInput("empty image: 0 bytes")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own limit applies below
             image = Image.open(io.BytesIO(data))
-            width, height = image.size
-            if width * height > max_pixels:
-                raise InvalidInput(
-                    f"image too large: {width}x{height} = {width * height / 1e6:.0f} MP, "
-                    f"over the {max_pixels / 1e6:.0f} MP limit"
-                )
+            check_pixel_limit(*image.size, max_pixels)
             image.load()
     except Image.DecompressionBombError as err:
         raise InvalidInput(f"image too large: {err}") from None
@@ -41,18 +45,28 @@ def decode_image(data: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
         raise InvalidInput(f"not a decodable image: {err}") from None
     except (OSError, SyntaxError, ValueError) as err:
         raise InvalidInput(f"corrupt or truncated image: {err}") from None
-    upright = ImageOps.exif_transpose(image)
-    if upright.mode in ("I;16", "I;16B", "I;16L", "I"):
-        raise InvalidInput(f"unsupported {upright.mode} (16/32-bit) image; convert it to 8-bit RGB")
-    return np.asarray(upright.convert("RGB"))
+    if image.mode in ("I;16", "I;16B", "I;16L", "I"):
+        raise InvalidInput(f"unsupported {image.mode} (16/32-bit) image; convert it to 8-bit RGB")
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    ImageOps.exif_transpose(rgb, in_place=True)  # copies nothing when there is no orientation tag
+    return rgb
 
 
-def resize_and_crop(pixels: np.ndarray, spec: ImagePreprocess) -> np.ndarray:
-    """Resize the shorter side to spec.resize (bilinear), then centre-crop spec.size × spec.size."""
-    height, width = pixels.shape[:2]
+def decode_image(data: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+    """Bytes of any Pillow format → RGB uint8 array [H, W, 3], EXIF orientation applied."""
+    return np.asarray(decode_pil(data, max_pixels))
+
+
+def resize_and_crop(pixels: Image.Image | np.ndarray, spec: ImagePreprocess) -> np.ndarray:
+    """Resize the shorter side to spec.resize (bilinear, antialiased), then centre-crop spec.size × spec.size.
+
+    The same operations as torchvision's Resize(resize) + CenterCrop(size) on a Pillow image.
+    """
+    image = pixels if isinstance(pixels, Image.Image) else Image.fromarray(pixels)
+    width, height = image.size
     scale = spec.resize / min(height, width)
     new_w, new_h = max(spec.size, round(width * scale)), max(spec.size, round(height * scale))
-    image = Image.fromarray(pixels).resize((new_w, new_h), Image.Resampling.BILINEAR)
+    image = image.resize((new_w, new_h), Image.Resampling.BILINEAR)
     left, top = (new_w - spec.size) // 2, (new_h - spec.size) // 2
     return np.asarray(image.crop((left, top, left + spec.size, top + spec.size)))
 
@@ -69,8 +83,8 @@ def normalize(pixels: np.ndarray, spec: ImagePreprocess) -> np.ndarray:
 
 
 def image_tensor(data: bytes, spec: ImagePreprocess) -> np.ndarray:
-    """Image bytes → one model input, without the batch axis."""
-    return normalize(resize_and_crop(decode_image(data), spec), spec)
+    """Image bytes → one model input, without the batch axis (the reference path)."""
+    return normalize(resize_and_crop(decode_pil(data), spec), spec)
 
 
 def image_batch(images: Sequence[bytes], spec: ImagePreprocess) -> np.ndarray:

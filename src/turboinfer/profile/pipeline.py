@@ -14,7 +14,7 @@ from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import DataUnavailable, InvalidInput, InvalidModel
 from turboinfer.core.types import ImagePreprocess, TextPreprocess
 from turboinfer.measure.stats import Summary, summarize
-from turboinfer.models.preprocess import TextTokenizer, decode_image, normalize, read_bytes, resize_and_crop
+from turboinfer.models.preprocess import TextTokenizer, decode_pil, normalize, read_bytes, resize_and_crop
 from turboinfer.runtime.session import Session
 
 Stage = tuple[str, Callable[[Any], Any]]
@@ -78,7 +78,7 @@ def image_stages(card: ModelCard, session: Session) -> list[Stage]:
     name = session.inputs[0].name
     return [
         ("read", read_bytes),
-        ("decode", decode_image),
+        ("decode", decode_pil),
         ("resize+crop", lambda pixels: resize_and_crop(pixels, spec)),
         ("normalize", lambda pixels: {name: normalize(pixels, spec)[None]}),
         ("model", session.run),

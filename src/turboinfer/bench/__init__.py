@@ -1,0 +1,1 @@
+"""Proof: rigorous, interleaved measurements (decoders today)."""

@@ -41,7 +41,10 @@ lint: install
 demo: install data
 	$(BIN)/turboinfer probe --json out/probe.json
 	$(BIN)/turboinfer zoo build efficientnet-lite0
-	$(BIN)/turboinfer profile efficientnet-lite0 --json out/profile-efficientnet-lite0.json
+	$(BIN)/turboinfer profile efficientnet-lite0 --json out/profile-efficientnet-lite0.json --html out/profile-efficientnet-lite0.html
+	$(BIN)/turboinfer profile minilm-l6 --json out/profile-minilm-l6.json --html out/profile-minilm-l6.html
+	$(BIN)/turboinfer profile resnet152 --pipeline none --json out/profile-resnet152.json --html out/profile-resnet152.html
+	$(BIN)/turboinfer bench-decode --seconds 3 --json out/decode.json
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -59,3 +59,21 @@ def test_probe_json_reports_measured_peaks(tmp_path):
     assert data["peaks"]["int8_gops"] > 1
     assert all(m["method"] for m in data["measurements"])
     assert data["environment"]["packages"]["onnxruntime"]
+
+
+def test_profile_quick_writes_json_and_html(effnet, tmp_path):
+    out_json, out_html = tmp_path / "p.json", tmp_path / "p.html"
+    result = run("profile", "efficientnet-lite0", "--quick", "--json", str(out_json), "--html", str(out_html))
+    assert result.returncode == 0, result.stderr
+    assert "Recommendations" in result.stdout
+    data = json.loads(out_json.read_text())
+    assert data["pipeline"]["stages"][1]["name"] == "decode"
+    assert out_html.read_text().startswith("<!doctype html>")
+
+
+def test_profile_bad_arguments_are_one_line_errors(tmp_path):
+    result = run("profile", "efficientnet-lite0", "--batch", "1,x")
+    assert result.returncode == 2 and "comma-separated integers" in result.stderr
+    result = run("profile", str(tmp_path / "missing.onnx"))
+    assert result.returncode == 2 and "model file not found" in result.stderr
+    assert "Traceback" not in result.stderr

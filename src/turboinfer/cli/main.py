@@ -17,6 +17,7 @@ from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.profile.machine import run_probe
 from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
+from turboinfer.report.html import profile_html
 from turboinfer.runtime.session import SessionOptions
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
@@ -55,6 +56,17 @@ def zoo_build(
     render.zoo_built(build_zoo_model(name, settings(), force=force))
 
 
+def int_list(text: str, option: str) -> tuple[int, ...]:
+    """Parse "1,2,4" into (1, 2, 4); a clear error for anything else."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
+    if not values or min(values) < 1:
+        raise typer.BadParameter("expected positive integers", param_hint=option)
+    return values
+
+
 @app.command()
 def profile(
     model: Annotated[str, typer.Argument(help="Zoo name, ModelCard (.card.json) or ONNX path.")],
@@ -62,18 +74,34 @@ def profile(
     threads: Annotated[int, typer.Option(help="Intra-op threads; 0 = all usable cores.")] = 0,
     pipeline: Annotated[str, typer.Option(help="auto, image, text or none.")] = "auto",
     inputs: Annotated[Path | None, typer.Option(help="Folder of photos (default: packaged real photos).")] = None,
-    seconds: Annotated[float, typer.Option(help="Time cap per measurement, seconds.")] = 10.0,
+    batch: Annotated[str, typer.Option(help="Batch sizes to sweep.")] = "1,2,4,8,16",
+    thread_sweep: Annotated[
+        str, typer.Option("--thread-sweep", help="Thread counts to sweep (default 1..cores).")
+    ] = "",
+    seq: Annotated[str, typer.Option(help="Sequence lengths to sweep (text models).")] = "32,64,128,256",
+    seconds: Annotated[float, typer.Option(help="Time cap for the latency distribution and the pipeline.")] = 3.0,
     json_path: JsonOption = None,
+    html_path: Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.")] = None,
+    quick: Annotated[bool, typer.Option(help="Short caps and small sweeps (seconds, not minutes).")] = False,
 ) -> None:
-    """Where the time goes: pipeline stages on real inputs and the model's latency distribution."""
+    """Where the time goes: stages, operators, roofline, jitter, scaling, and what to do about it."""
     if pipeline not in ("auto", "image", "text", "none"):
         raise typer.BadParameter("choose auto, image, text or none", param_hint="--pipeline")
     kind: PipelineKind = pipeline  # type: ignore[assignment]
-    request = ProfileRequest(backend, SessionOptions(intra_threads=threads), kind, inputs, seconds)
-    report = profile_model(resolve_model(model, settings()), request, settings())
+    request = ProfileRequest(
+        backend, SessionOptions(intra_threads=threads), kind, inputs, seconds, int_list(batch, "--batch"),
+        int_list(thread_sweep, "--thread-sweep") if thread_sweep else (), int_list(seq, "--seq"),
+    )  # fmt: skip
+    if quick:
+        request = ProfileRequest.quick(backend=backend, options=request.options, pipeline=kind, inputs=inputs)
+    with render.progress() as step:
+        report = profile_model(resolve_model(model, settings()), request, settings(), progress=step)
     render.profile(report)
+    data = report.to_dict()
     if json_path:
-        render.write_json(json_path, report.to_dict())
+        render.write_json(json_path, data)
+    if html_path:
+        render.write_text(html_path, profile_html(data))
 
 
 @app.command("bench-decode")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from turboinfer.bench.decode import DecodeCase, MethodResult
@@ -30,6 +33,22 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str))
     console.print(f"wrote {path}")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text artifact (an HTML report) and say where."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    console.print(f"wrote {path}")
+
+
+@contextmanager
+def progress() -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr; yields a function that names the current step."""
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=errors,
+                  transient=True) as bar:  # fmt: skip
+        task = bar.add_task("starting")
+        yield lambda step: bar.update(task, description=step)
 
 
 def probe(report: ProbeReport) -> None:
@@ -95,19 +114,43 @@ def profile(report: ProfileReport) -> None:
     console.print(f"[bold]{report.model}[/] on {backend['backend']} ({backend.get('precision')})")
     console.print(latency_line("model only, batch 1", report.model_latency), highlight=False)
     pipeline = report.pipeline
-    if pipeline is None:
-        return
-    table = Table(
-        title=f"One request through the pipeline ({pipeline.requests} requests, {pipeline.inputs_used} inputs)"
-    )
-    for column in ("stage", "median ms", "p99 ms", "share of mean"):
-        table.add_column(column, justify="left" if column == "stage" else "right")
-    for stage in pipeline.stages:
-        table.add_row(stage.name, ms(stage.summary.median), ms(stage.summary.p99), f"{stage.share:.0%}")
-    table.add_row("[bold]end to end[/]", ms(pipeline.end_to_end.median), ms(pipeline.end_to_end.p99), "100%")
-    console.print(table)
-    for reason in pipeline.inputs_skipped:
-        errors.print(f"[yellow]skipped[/] {escape(reason)}", highlight=False)
+    if pipeline is not None:
+        title = f"One request through the pipeline ({pipeline.requests} requests, {pipeline.inputs_used} inputs)"
+        table = Table(title=title)
+        for column in ("stage", "median ms", "p99 ms", "share of mean"):
+            table.add_column(column, justify="left" if column == "stage" else "right")
+        for stage in pipeline.stages:
+            table.add_row(stage.name, ms(stage.summary.median), ms(stage.summary.p99), f"{stage.share:.0%}")
+        table.add_row("[bold]end to end[/]", ms(pipeline.end_to_end.median), ms(pipeline.end_to_end.p99), "100%")
+        console.print(table)
+        for reason in pipeline.inputs_skipped:
+            errors.print(f"[yellow]skipped[/] {escape(reason)}", highlight=False)
+    if report.operators is not None:
+        ops = Table(title="Operators by type (one inference)")
+        for column in ("op type", "ms", "share", "nodes"):
+            ops.add_column(column, justify="left" if column == "op type" else "right")
+        for op in report.operators.by_type[:8]:
+            ops.add_row(op.op_type, ms(op.seconds), f"{op.share:.0%}", str(op.nodes))
+        console.print(ops)
+    roof, whole = report.ceilings, report.whole_model
+    if whole is not None and whole.attained_gflops is not None:
+        console.print(
+            f"roofline: {whole.flops / 1e9:.2f} GFLOP, intensity {whole.flops / whole.bytes:.1f} FLOP/byte vs ridge "
+            f"{roof.ridge:.1f} → {whole.bound}-bound; {whole.attained_gflops:.0f} GFLOP/s attained of "
+            f"{whole.ceiling_gflops:.0f} ({roof.peak_gflops:.0f} GFLOP/s peak, "
+            f"{roof.bandwidth_gbps:.1f} GB/s measured)",
+            highlight=False,
+        )
+    for sweep in report.sweeps:
+        points = ", ".join(f"{p.value}: {ms(p.median_s)} ms" for p in sweep.points)
+        stopped = f" [yellow]({escape(sweep.stopped)})[/]" if sweep.stopped else ""
+        console.print(f"{sweep.parameter} sweep: {points}{stopped}", highlight=False)
+    console.print("[bold]Recommendations[/] (ranked)")
+    for i, rec in enumerate(report.recommendations, 1):
+        console.print(f"{i}. {escape(rec.action)}", highlight=False)
+        console.print(f"   evidence: {escape(rec.evidence)}; expected: {escape(rec.expected_gain)}", highlight=False)
+    if not report.recommendations:
+        console.print("no rule fired")
 
 
 def decode_results(cases: list[DecodeCase], results: list[MethodResult]) -> None:

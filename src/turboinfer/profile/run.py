@@ -1,7 +1,9 @@
-"""`turboinfer profile`: the pipeline's stage breakdown and the model's latency distribution, on real inputs."""
+"""`turboinfer profile`: stages, operators, roofline, latency distribution and scaling on real inputs, then a
+ranked diagnosis. One function, profile_model; the CLI only parses and renders."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -13,15 +15,25 @@ from turboinfer.core.errors import DataUnavailable, InvalidInput
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess, TextPreprocess
 from turboinfer.hardware.capsule import environment_capsule
+from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
+from turboinfer.hardware.probe import probe_cpu
 from turboinfer.measure.stats import Summary, summarize
 from turboinfer.measure.timer import TimingPolicy, time_call
 from turboinfer.models.photos import all_photos
 from turboinfer.models.sentences import real_sentences
+from turboinfer.profile.diagnose import Evidence, Recommendation, diagnose
+from turboinfer.profile.operators import OperatorProfile, operator_profile
 from turboinfer.profile.pipeline import PipelineProfile, image_stages, profile_pipeline, text_stages
+from turboinfer.profile.roofline import Ceilings, RooflinePoint, graph_costs, place
+from turboinfer.profile.scaling import Sweep, batch_sweep, sequence_sweep, thread_sweep
+from turboinfer.runtime.microbench import gemm_throughput
+from turboinfer.runtime.profiling import node_runs
 from turboinfer.runtime.session import SessionOptions, open_session
+from turboinfer.runtime.shapes import observed_shapes
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
 PipelineKind = Literal["auto", "image", "text", "none"]
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -33,28 +45,66 @@ class ProfileRequest:
     pipeline: PipelineKind = "auto"
     inputs: Path | None = None
     """Folder of input photos; default: every real photo shipped by installed packages."""
-    seconds: float = 10.0
-    """Time cap for each measurement (pipeline, model-only), seconds."""
+    seconds: float = 3.0
+    """Time cap for the latency distribution and the pipeline, seconds each."""
+    batches: tuple[int, ...] = (1, 2, 4, 8, 16)
+    threads: tuple[int, ...] = ()
+    """Thread counts to sweep; empty = 1..usable CPUs."""
+    sequences: tuple[int, ...] = (32, 64, 128, 256)
+    operator_runs: int = 20
+
+    @classmethod
+    def quick(cls, **overrides: Any) -> ProfileRequest:
+        """Short caps and small sweeps (tests, CI, `--quick`): the same report, less precise."""
+        preset: dict[str, Any] = dict(seconds=0.5, batches=(1, 4), threads=(1,), sequences=(16, 64), operator_runs=3)
+        return cls(**{**preset, **overrides})
 
 
 @dataclass(frozen=True)
 class ProfileReport:
-    """Result of `turboinfer profile`, JSON-ready via to_dict (seconds throughout)."""
+    """Result of `turboinfer profile`, JSON-ready via to_dict (seconds, FLOPs and bytes throughout)."""
 
     model: str
     backend: dict[str, Any]
-    pipeline: PipelineProfile | None
     model_latency: Summary
     model_stop_reason: str
+    model_samples_s: tuple[float, ...]
+    pipeline: PipelineProfile | None
+    operators: OperatorProfile | None
+    whole_model: RooflinePoint | None
+    ceilings: Ceilings
+    sweeps: tuple[Sweep, ...]
+    recommendations: tuple[Recommendation, ...]
     environment: dict[str, Any]
 
+    def sweep(self, parameter: str) -> Sweep | None:
+        """The sweep over one parameter, if it ran."""
+        return next((s for s in self.sweeps if s.parameter == parameter), None)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
+        """JSON form (schema in docs/cli.md)."""
         return {
             "model": self.model,
             "backend": self.backend,
-            "pipeline": self.pipeline.to_dict() if self.pipeline else None,
             "model_latency": {**self.model_latency.to_dict(), "stop_reason": self.model_stop_reason},
+            "model_samples_s": list(self.model_samples_s),
+            "pipeline": self.pipeline.to_dict() if self.pipeline else None,
+            "operators": {
+                **self.operators.to_dict(),
+                "node_sum_over_latency": self.operators.total_seconds / self.model_latency.median,
+            }
+            if self.operators
+            else None,
+            "roofline": {
+                "peak_gflops": self.ceilings.peak_gflops,
+                "bandwidth_gbps": self.ceilings.bandwidth_gbps,
+                "int8_gops": self.ceilings.int8_gops,
+                "ridge_flop_per_byte": self.ceilings.ridge,
+                "whole_model": self.whole_model.to_dict() if self.whole_model else None,
+                "bytes_method": "per node, every tensor read and written once (an upper bound on DRAM traffic)",
+            },
+            "sweeps": [s.to_dict() for s in self.sweeps],
+            "recommendations": [r.to_dict() for r in self.recommendations],
             "environment": self.environment,
         }
 
@@ -90,23 +140,113 @@ def sample_feeds(card: ModelCard, batch: int = 1, sequence: int = 128) -> dict[s
     return feeds
 
 
-def profile_model(card: ModelCard, request: ProfileRequest, settings: Settings) -> ProfileReport:
-    """The model's latency distribution alone (first call included), then its whole pipeline on real inputs."""
+def measure_ceilings(threads: int) -> Ceilings:
+    """FP32 and INT8 GEMM peaks and copy bandwidth at the thread count the model runs with (a quick probe)."""
+    return Ceilings(
+        gemm_fp32_gflops(threads).value, memory_bandwidth_gbps(threads).value, gemm_throughput("int8", threads).value
+    )
+
+
+def run_pipeline(card: ModelCard, request: ProfileRequest, settings: Settings, session: Any) -> PipelineProfile | None:
+    """Stage timing through the real pipeline, or None when the model has none (or it was turned off)."""
     kind = pipeline_kind(card, request.pipeline)
-    session = open_session(card.onnx_path, request.backend, request.options)
-    feeds = sample_feeds(card)
-    timing = time_call(lambda: session.run(feeds), TimingPolicy(max_seconds=request.seconds))
-    pipeline = None
     if kind == "image" and isinstance(card.preprocess, ImagePreprocess):
         photos = photos_in(request.inputs) if request.inputs else all_photos(settings)
-        pipeline = profile_pipeline(image_stages(card, session), photos, max_seconds=request.seconds)
-    elif kind == "text" and isinstance(card.preprocess, TextPreprocess):
-        pipeline = profile_pipeline(text_stages(card, session), real_sentences(200), max_seconds=request.seconds)
+        return profile_pipeline(image_stages(card, session), photos, max_seconds=request.seconds)
+    if kind == "text" and isinstance(card.preprocess, TextPreprocess):
+        return profile_pipeline(text_stages(card, session), real_sentences(200), max_seconds=request.seconds)
+    return None
+
+
+def run_sweeps(card: ModelCard, request: ProfileRequest, session: Any, threads: list[int]) -> tuple[Sweep, ...]:
+    """Batch, thread and (for text models) sequence-length sweeps."""
+    text = isinstance(card.preprocess, TextPreprocess) or any(s.name == "input_ids" for s in card.inputs)
+    batches = [b for b in request.batches if b <= 16] if text else list(request.batches)
+    sweeps = [batch_sweep(session, lambda b: sample_feeds(card, b), batches)]
+
+    def open_with(t: int) -> Any:
+        return open_session(
+            card.onnx_path, request.backend, SessionOptions(**{**request.options.to_dict(), "intra_threads": t})
+        )
+
+    sweeps.append(thread_sweep(open_with, sample_feeds(card), threads))
+    if text:
+
+        def attention_share(feeds: Any) -> float:
+            runs = node_runs(card.onnx_path, request.backend, request.options, feeds, runs=5)
+            return operator_profile(runs, None).share_matching(("attention", "softmax"))
+
+        lengths = list(request.sequences)
+        sweeps.append(sequence_sweep(session, lambda n: sample_feeds(card, 1, n), lengths, attention_share))
+    return tuple(sweeps)
+
+
+def evidence_from(report_parts: dict[str, Any], card_threads: int, isa: tuple[str, ...], usable: int) -> Evidence:
+    """Reduce the measurements to what the diagnosis rules read."""
+    pipeline: PipelineProfile | None = report_parts["pipeline"]
+    latency: Summary = report_parts["latency"]
+    sweeps: dict[str, Sweep] = {s.parameter: s for s in report_parts["sweeps"]}
+    operators: OperatorProfile | None = report_parts["operators"]
+    threads, batch, sequence = sweeps.get("threads"), sweeps.get("batch"), sweeps.get("sequence")
+    return Evidence(
+        stage_shares={s.name: s.share for s in pipeline.stages} if pipeline else {},
+        model_cv=latency.cv,
+        first_call_penalty=latency.first_call_penalty,
+        precision=str(report_parts["precision"]),
+        isa=isa,
+        int8_over_fp32=report_parts["int8_over_fp32"],
+        usable_cpus=usable,
+        threads=card_threads,
+        batch_gain=batch.gain() if batch and batch.points else None,
+        batch_knee=batch.knee() if batch else None,
+        thread_efficiency=threads.points[-1].extra["efficiency"] if threads and len(threads.points) > 1 else None,
+        attention_share_longest=sequence.points[-1].extra["attention_share"] if sequence and sequence.points else None,
+        longest_sequence=sequence.points[-1].value if sequence and sequence.points else None,
+        memory_bound_share=operators.memory_bound_share() if operators and operators.points else None,
+    )
+
+
+def profile_model(
+    card: ModelCard, request: ProfileRequest, settings: Settings, progress: Progress | None = None
+) -> ProfileReport:
+    """Latency distribution (first call included), pipeline stages, operators on the roofline, sweeps, diagnosis."""
+    say = progress or (lambda _: None)
+    cpu = probe_cpu()
+    threads = request.options.intra_threads or cpu.usable_cpus
+    session = open_session(card.onnx_path, request.backend, request.options)
+    feeds = sample_feeds(card)
+    say("latency distribution")
+    timing = time_call(lambda: session.run(feeds), TimingPolicy(max_seconds=request.seconds))
+    latency = summarize(timing.samples_s, timing.first_call_s)
+    say("pipeline stages")
+    pipeline = run_pipeline(card, request, settings, session)
+    say("machine ceilings")
+    ceilings = measure_ceilings(threads)
+    say("operators and roofline")
+    operators = operator_profile(
+        node_runs(card.onnx_path, request.backend, request.options, feeds, request.operator_runs), ceilings
+    )
+    model, shapes = observed_shapes(card.onnx_path, feeds)
+    costs = graph_costs(model, shapes)
+    flops = sum(c.flops or 0 for c in costs)
+    whole = place(card.name, "model", flops, sum(c.bytes for c in costs), latency.median, ceilings) if flops else None
+    say("scaling sweeps")
+    sweeps = run_sweeps(card, request, session, list(request.threads) or list(range(1, cpu.usable_cpus + 1)))
+    parts = {"pipeline": pipeline, "latency": latency, "sweeps": sweeps, "operators": operators,
+             "precision": session.describe().get("precision", "fp32"),
+             "int8_over_fp32": ceilings.int8_gops / ceilings.peak_gflops if ceilings.int8_gops else None}  # fmt: skip
+    evidence = evidence_from(parts, request.options.intra_threads, cpu.isa, cpu.usable_cpus)
     return ProfileReport(
         model=card.name,
         backend=session.describe(),
-        pipeline=pipeline,
-        model_latency=summarize(timing.samples_s, timing.first_call_s),
+        model_latency=latency,
         model_stop_reason=timing.stop_reason,
+        model_samples_s=tuple(float(x) for x in timing.samples_s),
+        pipeline=pipeline,
+        operators=operators,
+        whole_model=whole,
+        ceilings=ceilings,
+        sweeps=sweeps,
+        recommendations=tuple(diagnose(evidence)),
         environment=environment_capsule(settings={"backend": request.backend, **request.options.to_dict()}),
     )

@@ -1,0 +1,129 @@
+"""The profile report as one self-contained HTML page (opens offline: no scripts, no CDN, images inline)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from turboinfer.report import plots
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.6em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+td:first-child,th:first-child{text-align:left}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
+.rec{background:#f6f8fb;border-left:4px solid #3b6ea8;padding:.5em .8em;margin:.5em 0}.muted{color:#666}"""
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    """An HTML table with escaped cells."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def image(uri: str, alt: str) -> str:
+    """An inline image."""
+    return f'<img src="{uri}" alt="{html.escape(alt)}">'
+
+
+def ms(seconds: float | None) -> str:
+    """Seconds → '12.3' ms text."""
+    return "—" if seconds is None else f"{seconds * 1e3:.3g}"
+
+
+def recommendations_section(recs: list[dict[str, Any]]) -> str:
+    """Ranked recommendations with their evidence."""
+    if not recs:
+        return "<p>No rule fired: nothing obvious left to fix at this level.</p>"
+    return "".join(
+        f'<div class="rec"><b>{i}. {html.escape(r["action"])}</b><br>evidence: {html.escape(r["evidence"])}'
+        f"<br>expected: {html.escape(r['expected_gain'])}</div>"
+        for i, r in enumerate(recs, 1)
+    )
+
+
+def pipeline_section(pipeline: dict[str, Any] | None) -> str:
+    """Stage table and bars."""
+    if not pipeline:
+        return "<p class=muted>No pipeline profiled.</p>"
+    stages = pipeline["stages"]
+    rows = [[s["name"], ms(s["median"]), ms(s["p99"]), f"{s['share']:.0%}"] for s in stages]
+    chart = plots.bars([s["name"] for s in stages], [s["mean"] * 1e3 for s in stages], "mean ms", "time per stage")
+    skipped = "".join(f"<li>{html.escape(s)}</li>" for s in pipeline["inputs_skipped"])
+    return (
+        table(["stage", "median ms", "p99 ms", "share"], rows)
+        + image(chart, "stage bars")
+        + (f"<p>Skipped inputs:</p><ul>{skipped}</ul>" if skipped else "")
+    )
+
+
+def operators_section(data: dict[str, Any]) -> str:
+    """Op-type shares, top nodes and the roofline."""
+    ops, roof = data["operators"], data["roofline"]
+    if not ops:
+        return "<p class=muted>No operator profile.</p>"
+    type_rows = [[t["op_type"], ms(t["seconds"]), f"{t['share']:.1%}", t["nodes"]] for t in ops["by_type"][:12]]
+    types = table(["op type", "ms", "share", "nodes"], type_rows)
+    nodes = table(["node", "op", "ms"], [[n["name"], n["op_type"], ms(n["seconds"])] for n in ops["top_nodes"]])
+    points = [(p["intensity"], p["attained_gflops"], p["name"]) for p in ops["roofline"] if p["attained_gflops"]]
+    whole = roof.get("whole_model")
+    if whole and whole["attained_gflops"]:
+        points.append((whole["intensity"], whole["attained_gflops"], "model"))
+    chart = plots.roofline(points, roof["peak_gflops"], roof["bandwidth_gbps"], "nodes on the measured roofline")
+    unknown = ", ".join(ops["unknown_flops"]) or "none"
+    return (
+        types + nodes + image(chart, "roofline")
+        + f"<p>Ridge point {roof['ridge_flop_per_byte']:.1f} FLOP/byte; {ops['memory_bound_share']:.0%} of placed "
+        "node time is memory-bound. Op types without a FLOP model (time shown, intensity not guessed): "
+        f"{html.escape(unknown)}."
+        " Bytes are each node's tensors read and written once: an upper bound on DRAM traffic, so cache-resident "
+        "activations can put a point above the memory roof.</p>"
+    )  # fmt: skip
+
+
+def sweeps_section(sweeps: list[dict[str, Any]]) -> str:
+    """One curve per sweep."""
+    out = []
+    for sweep in sweeps:
+        xs = [p["value"] for p in sweep["points"]]
+        if not xs:
+            continue
+        if sweep["parameter"] == "threads":
+            ys, label = [p["speedup"] for p in sweep["points"]], "speedup vs 1 thread"
+        elif sweep["parameter"] == "sequence":
+            ys, label = [p["median_s"] * 1e3 for p in sweep["points"]], "latency, ms"
+        else:
+            ys, label = [p["items_per_s"] for p in sweep["points"]], "items/s"
+        out.append(
+            image(
+                plots.curve(xs, ys, sweep["parameter"], label, f"{sweep['parameter']} sweep", log_x=True),
+                sweep["parameter"],
+            )
+        )
+        if sweep.get("stopped"):
+            out.append(f"<p class=muted>{html.escape(sweep['stopped'])}</p>")
+    return "".join(out)
+
+
+def profile_html(data: dict[str, Any]) -> str:
+    """The whole profile report page from `ProfileReport.to_dict()`."""
+    lat = data["model_latency"]
+    samples = [s * 1e3 for s in data.get("model_samples_s", [])]
+    latency = (
+        f"<p>median {ms(lat['median'])} ms (95% CI {ms(lat['median_ci'][0])}–{ms(lat['median_ci'][1])}), p90 "
+        f"{ms(lat['p90'])}, p99 {ms(lat['p99'])} ms, CV {lat['cv']:.2f}, outliers {lat['outlier_rate']:.1%}, "
+        f"first call {lat['first_call_penalty']:.1f}× the median, n={lat['n']} ({lat['stop_reason']})</p>"
+        + (image(plots.histogram(samples, "model latency, batch 1"), "latency histogram") if samples else "")
+    )
+    env, model = data["environment"], html.escape(data["model"])
+    backend = html.escape(f"{data['backend'].get('backend')} ({data['backend'].get('precision')})")
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer profile: {model}</title>
+<style>{STYLE}</style></head><body>
+<h1>Profile of {model}</h1>
+<p class=muted>{backend} · {html.escape(env["cpu"]["model"])}, {env["cpu"]["cores"]} cores ·
+{html.escape(env["created_utc"])}</p>
+<h2>Recommendations</h2>{recommendations_section(data["recommendations"])}
+<h2>One request, stage by stage</h2>{pipeline_section(data["pipeline"])}
+<h2>Model latency</h2>{latency}
+<h2>Operators and roofline</h2>{operators_section(data)}
+<h2>Scaling</h2>{sweeps_section(data["sweeps"])}
+</body></html>"""

@@ -92,3 +92,28 @@ def test_html_report_is_self_contained(effnet_report):
         assert section in page
     assert page.count("data:image/png;base64,") >= 5  # stages, histogram, roofline, batch, threads
     assert "http://" not in page and "https://" not in page and "<script" not in page
+
+
+def test_model_without_input_shapes_is_a_clear_error(settings, tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from turboinfer.core.errors import InvalidModel
+    from turboinfer.models.catalog import resolve_model
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "shapeless",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    path = tmp_path / "shapeless.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    card = resolve_model(str(path), settings)
+    with pytest.raises(InvalidModel, match="has no shape in the graph"):
+        profile_model(card, ProfileRequest.quick(), settings)
+
+
+def test_new_shape_penalty_is_reported(effnet_report):
+    assert effnet_report.new_shape_penalty() is not None
+    assert effnet_report.to_dict()["model_latency"]["new_shape_penalty"] >= 0

@@ -113,6 +113,8 @@ def profile(report: ProfileReport) -> None:
     backend = report.backend
     console.print(f"[bold]{report.model}[/] on {backend['backend']} ({backend.get('precision')})")
     console.print(latency_line("model only, batch 1", report.model_latency), highlight=False)
+    if (penalty := report.new_shape_penalty()) is not None:
+        console.print(f"new-shape penalty: first call at a new batch size {penalty:.1f}× its median", highlight=False)
     pipeline = report.pipeline
     if pipeline is not None:
         title = f"One request through the pipeline ({pipeline.requests} requests, {pipeline.inputs_used} inputs)"

@@ -11,6 +11,8 @@ from turboinfer.core.errors import InvalidModel
 
 Dim = int | str
 """A tensor dimension: a fixed size, or a symbolic name such as "batch"."""
+UNKNOWN_RANK: tuple[Dim, ...] = ("...",)
+"""The shape of a tensor whose graph records no shape at all (not even its rank)."""
 
 ONNX_TO_NUMPY = {
     "float": "float32",

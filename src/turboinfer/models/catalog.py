@@ -13,7 +13,7 @@ import onnx
 from turboinfer.core.card import ModelCard, Provenance, card_path_for, file_sha256, load_card, save_card
 from turboinfer.core.errors import InvalidModel, ModelNotFound
 from turboinfer.core.settings import Settings
-from turboinfer.core.types import ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
+from turboinfer.core.types import UNKNOWN_RANK, ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
 from turboinfer.runtime.session import SessionOptions
 from turboinfer.runtime.torch import TorchSession
 
@@ -165,6 +165,8 @@ def card_from_onnx(path: Path) -> ModelCard:
     def spec(value: onnx.ValueInfoProto) -> TensorSpec:
         tensor = value.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "batch") for d in tensor.shape.dim)
+        if not tensor.HasField("shape"):
+            dims = UNKNOWN_RANK
         return TensorSpec(value.name, dims, onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name)
 
     if not model.graph.output:

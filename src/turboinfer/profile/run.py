@@ -11,9 +11,9 @@ from typing import Any, Literal
 import numpy as np
 
 from turboinfer.core.card import ModelCard
-from turboinfer.core.errors import DataUnavailable, InvalidInput
+from turboinfer.core.errors import DataUnavailable, InvalidInput, InvalidModel
 from turboinfer.core.settings import Settings
-from turboinfer.core.types import ImagePreprocess, TextPreprocess
+from turboinfer.core.types import UNKNOWN_RANK, ImagePreprocess, TextPreprocess
 from turboinfer.hardware.capsule import environment_capsule
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
@@ -77,6 +77,12 @@ class ProfileReport:
     recommendations: tuple[Recommendation, ...]
     environment: dict[str, Any]
 
+    def new_shape_penalty(self) -> float | None:
+        """First call at the first new batch size (after warm-up at batch 1), divided by its median."""
+        batch = self.sweep("batch")
+        later = [p for p in batch.points if p.value != 1] if batch else []
+        return later[0].extra.get("first_call_penalty") if later else None
+
     def sweep(self, parameter: str) -> Sweep | None:
         """The sweep over one parameter, if it ran."""
         return next((s for s in self.sweeps if s.parameter == parameter), None)
@@ -86,7 +92,11 @@ class ProfileReport:
         return {
             "model": self.model,
             "backend": self.backend,
-            "model_latency": {**self.model_latency.to_dict(), "stop_reason": self.model_stop_reason},
+            "model_latency": {
+                **self.model_latency.to_dict(),
+                "stop_reason": self.model_stop_reason,
+                "new_shape_penalty": self.new_shape_penalty(),
+            },
             "model_samples_s": list(self.model_samples_s),
             "pipeline": self.pipeline.to_dict() if self.pipeline else None,
             "operators": {
@@ -133,6 +143,11 @@ def sample_feeds(card: ModelCard, batch: int = 1, sequence: int = 128) -> dict[s
     """Model-only inputs: zeros of the right shape (dense CNN/transformer latency does not depend on values)."""
     feeds = {}
     for spec in card.inputs:
+        if spec.shape == UNKNOWN_RANK:
+            raise InvalidModel(
+                f"input {spec.name!r} of {card.name} has no shape in the graph, so sample inputs cannot be built; "
+                "re-export the model with input shapes"
+            )
         shape = tuple(d if isinstance(d, int) else (batch if i == 0 else sequence) for i, d in enumerate(spec.shape))
         feeds[spec.name] = np.zeros(shape, dtype=spec.numpy_dtype())
     if "attention_mask" in feeds:

@@ -111,7 +111,8 @@ def profile_html(data: dict[str, Any]) -> str:
     latency = (
         f"<p>median {ms(lat['median'])} ms (95% CI {ms(lat['median_ci'][0])}–{ms(lat['median_ci'][1])}), p90 "
         f"{ms(lat['p90'])}, p99 {ms(lat['p99'])} ms, CV {lat['cv']:.2f}, outliers {lat['outlier_rate']:.1%}, "
-        f"first call {lat['first_call_penalty']:.1f}× the median, n={lat['n']} ({lat['stop_reason']})</p>"
+        f"first call {lat['first_call_penalty']:.1f}× the median, n={lat['n']} ({lat['stop_reason']}); "
+        f"new-shape penalty {lat['new_shape_penalty'] or 0:.1f}×</p>"
         + (image(plots.histogram(samples, "model latency, batch 1"), "latency histogram") if samples else "")
     )
     env, model = data["environment"], html.escape(data["model"])

@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
-from turboinfer.core.types import TensorSpec
+from turboinfer.core.types import UNKNOWN_RANK, TensorSpec
 
 Backend = Literal["ort", "openvino"]
 BACKENDS: tuple[str, ...] = ("ort", "openvino")
@@ -65,6 +65,8 @@ def check_feeds(specs: tuple[TensorSpec, ...], feeds: Mapping[str, np.ndarray]) 
             raise InvalidInput(f"input {spec.name!r} must be a numpy array, got {type(array).__name__}")
         if array.dtype != spec.numpy_dtype():
             raise InvalidInput(f"input {spec.name!r} must be {spec.dtype}, got {array.dtype}")
+        if spec.shape == UNKNOWN_RANK:
+            continue
         if array.ndim != len(spec.shape):
             raise InvalidInput(
                 f"input {spec.name!r} must have {len(spec.shape)} dims {list(spec.shape)}, "

@@ -18,7 +18,8 @@ import onnxruntime as ort
 from turboinfer.core.settings import Settings
 from turboinfer.measure.stats import paired_ratio_ci
 from turboinfer.models.catalog import resolve_model
-from turboinfer.profile.run import ProfileRequest, profile_model, sample_feeds
+from turboinfer.models.variant import sample_feeds
+from turboinfer.profile.run import ProfileRequest, profile_model
 
 MODELS = ("efficientnet-lite0", "minilm-l6", "resnet152")
 

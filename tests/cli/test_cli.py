@@ -77,3 +77,31 @@ def test_profile_bad_arguments_are_one_line_errors(tmp_path):
     result = run("profile", str(tmp_path / "missing.onnx"))
     assert result.returncode == 2 and "model file not found" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_bench_stores_history_and_the_gate_sets_the_exit_code(effnet, tmp_path):
+    store = tmp_path / "h.sqlite"
+    first = run(
+        "bench", "efficientnet-lite0", "--runs", "20", "--history", str(store), "--json", str(tmp_path / "b.json")
+    )
+    assert first.returncode == 0, first.stderr
+    assert "stored as history run(s) 1" in first.stdout
+    assert json.loads((tmp_path / "b.json").read_text())["kind"] == "single"
+    # make run 1 look 10× faster than anything real: the next run must fail the gate with exit code 1
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        samples = json.loads(db.execute("SELECT samples FROM runs WHERE id = 1").fetchone()[0])
+        db.execute("UPDATE runs SET samples = ? WHERE id = 1", (json.dumps([s / 10 for s in samples]),))
+    gated = run("bench", "efficientnet-lite0", "--runs", "20", "--history", str(store), "--baseline", "1")
+    assert gated.returncode == 1
+    assert "regression" in gated.stderr
+    listing = run("history", "--history", str(store), "--html", str(tmp_path / "h.html"))
+    assert listing.returncode == 0 and "History (2 runs)" in listing.stdout
+    assert (tmp_path / "h.html").read_text().startswith("<!doctype html>")
+
+
+def test_bench_http_unreachable_is_a_one_line_error():
+    result = run("bench", "--http", "http://127.0.0.1:9/v1/models/m/image", "--rate", "10", "--duration", "1")
+    assert result.returncode == 2 and "cannot reach" in result.stderr
+    assert "Traceback" not in result.stderr

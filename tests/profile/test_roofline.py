@@ -1,7 +1,7 @@
 import pytest
 
+from turboinfer.models.variant import sample_feeds
 from turboinfer.profile.roofline import Ceilings, graph_costs, op_flops, place
-from turboinfer.profile.run import sample_feeds
 from turboinfer.runtime.shapes import observed_shapes
 
 

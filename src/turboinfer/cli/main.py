@@ -9,15 +9,19 @@ from typing import Annotated
 
 import typer
 
+from turboinfer.bench import history
+from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
+from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
 from turboinfer.core.errors import TurboinferError
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
+from turboinfer.models.variant import parse_variant
 from turboinfer.profile.machine import run_probe
 from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
-from turboinfer.report.html import profile_html
+from turboinfer.report.html import history_html, profile_html
 from turboinfer.runtime.session import SessionOptions
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
@@ -120,6 +124,81 @@ def bench_decode(
         render.write_json(
             json_path, {"cases": [c.describe() for c in cases], "results": [r.to_dict() for r in results]}
         )
+
+
+def percent(text: str) -> float:
+    """Parse "5%" or "0.05" into 0.05."""
+    try:
+        return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"expected a percentage like 5%, got {text!r}", param_hint="--fail-if-slower"
+        ) from None
+
+
+@app.command()
+def bench(
+    model: Annotated[
+        str | None, typer.Argument(help="A: zoo name, card, ONNX path or .variant.json; MODEL@BACKEND.")
+    ] = None,
+    vs: Annotated[
+        str | None, typer.Option(help="B, interleaved with A (the same as A for an A/A noise check).")
+    ] = None,
+    batch: Annotated[int, typer.Option(min=1)] = 1,
+    threads: Annotated[int, typer.Option(help="Intra-op threads; 0 = runtime default.")] = 0,
+    backend: Annotated[str, typer.Option(help="ort, openvino or torch (MODEL@BACKEND overrides).")] = "ort",
+    duration: Annotated[float, typer.Option(help="Seconds of timed runs.")] = 10.0,
+    runs: Annotated[int | None, typer.Option(help="Exact number of timed runs (overrides --duration).")] = None,
+    history_path: Annotated[Path | None, typer.Option("--history", help="SQLite history file.")] = None,
+    no_history: Annotated[bool, typer.Option("--no-history", help="Do not store this run.")] = False,
+    baseline: Annotated[int | None, typer.Option(help="History run id to compare against (regression gate).")] = None,
+    fail_if_slower: Annotated[str, typer.Option(help="Gate threshold, e.g. 5%.")] = "5%",
+    http: Annotated[str | None, typer.Option(help="Load-test this URL instead of a local model.")] = None,
+    rate: Annotated[float | None, typer.Option(help="Open loop: requests/s.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Closed loop: concurrent clients.")] = None,
+    p99_target: Annotated[float | None, typer.Option(help="Rate sweep: highest rate with p99 under this, ms.")] = None,
+    body: Annotated[str, typer.Option(help="image, v2-json or v2-binary (V2 bodies follow MODEL's inputs).")] = "image",
+    json_path: JsonOption = None,
+) -> None:
+    """Rigorous latency of a model, an interleaved A/B with a verdict, or HTTP load (open/closed loop, sweep)."""
+    env = settings()
+    if http:
+        if body not in ("image", "v2-json", "v2-binary"):
+            raise typer.BadParameter("choose image, v2-json or v2-binary", param_hint="--body")
+        variant = parse_variant(model, env, backend) if model else None
+        target = p99_target / 1000 if p99_target else None
+        load = LoadRequest(http, body, rate, concurrency, target, duration, variant)  # type: ignore[arg-type]
+        results, best = run_load(load, env)
+        render.load_results(results, best, target)
+        if json_path:
+            render.write_json(json_path, {"steps": [r.to_dict() for r in results], "best_rate": best})
+        return
+    if model is None:
+        raise typer.BadParameter("give a MODEL, or --http URL", param_hint="MODEL")
+    a = parse_variant(model, env, backend, threads)
+    b = parse_variant(vs, env, backend, threads) if vs else None
+    config = BenchConfig(batch=batch, duration=duration, runs=runs)
+    store = None if no_history else (history_path or env.history_path)
+    outcome = run_bench(a, b, config, store, baseline, percent(fail_if_slower))
+    render.bench_outcome(outcome)
+    if json_path:
+        render.write_json(json_path, outcome.to_dict())
+    if outcome.gate is not None and outcome.gate.failed:
+        raise history.Regression(outcome.gate.message)
+
+
+@app.command("history")
+def history_command(
+    model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
+    history_path: Annotated[Path | None, typer.Option("--history", help="SQLite history file.")] = None,
+    html_path: Annotated[Path | None, typer.Option("--html", help="Write a trend plot page here.")] = None,
+) -> None:
+    """Stored bench runs, oldest first, with significant slowdowns between consecutive runs flagged."""
+    path = history_path or settings().history_path
+    stored = history.runs(path, model)
+    render.history(stored, history.regressions(stored))
+    if html_path:
+        render.write_text(html_path, history_html([render.run_row(r) for r in stored]))
 
 
 def main() -> None:

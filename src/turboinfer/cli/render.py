@@ -13,9 +13,13 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from turboinfer.bench.ab import BenchResult
 from turboinfer.bench.decode import DecodeCase, MethodResult
+from turboinfer.bench.history import Run
+from turboinfer.bench.loadgen import LoadResult
+from turboinfer.bench.run import BenchOutcome
 from turboinfer.core.card import ModelCard
-from turboinfer.measure.stats import Summary
+from turboinfer.measure.stats import PairedRatio, Summary
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
 
@@ -169,3 +173,71 @@ def decode_results(cases: list[DecodeCase], results: list[MethodResult]) -> None
         rates = [f"{r.images_per_s[t]:.0f}" if t in r.images_per_s else "—" for t in (1, 2)]
         table.add_row(r.case, r.method, ms(r.latency.median), ms(r.latency.p90), speedup, *rates)
     console.print(table)
+
+
+def bench_line(label: str, r: BenchResult) -> str:
+    """One variant's figures: median with CI, p90/p99 with CIs, throughput, memory."""
+    s = r.summary
+    return (
+        f"{label} {r.variant['model_name']}@{r.variant['backend']} batch {r.batch} ({r.precision}): "
+        f"median {ms(s.median)} ms ({ms(s.median_ci[0])}–{ms(s.median_ci[1])}), p90 {ms(s.p90)} "
+        f"({ms(r.p90_ci[0])}–{ms(r.p90_ci[1])}), p99 {ms(s.p99)} ({ms(r.p99_ci[0])}–{ms(r.p99_ci[1])}) ms, "
+        f"CV {s.cv:.2f}, {r.throughput:.1f} items/s ({r.throughput_ci[0]:.1f}–{r.throughput_ci[1]:.1f}), "
+        f"first call {s.first_call_penalty or 0:.1f}×, +{r.rss_delta_mib:.0f} MiB RSS "
+        f"(peak {r.peak_rss_mib:.0f}), n={s.n}"
+    )
+
+
+def bench_outcome(outcome: BenchOutcome) -> None:
+    """Render `turboinfer bench` (single or A/B) and the gate."""
+    if outcome.ab:
+        console.print(bench_line("A", outcome.ab.a), highlight=False)
+        console.print(bench_line("B", outcome.ab.b), highlight=False)
+        ratio = outcome.ab.ratio
+        console.print(f"B/A latency {ratio.ratio:.3f} (95% CI {ratio.ci[0]:.3f}–{ratio.ci[1]:.3f}), paired over "
+                      f"{outcome.ab.a.summary.n} interleaved rounds", highlight=False)  # fmt: skip
+        console.print(f"[bold]verdict:[/] {escape(outcome.ab.verdict)}", highlight=False)
+    elif outcome.single:
+        console.print(bench_line("", outcome.single).strip(), highlight=False)
+    if outcome.run_ids:
+        console.print(f"stored as history run(s) {', '.join(map(str, outcome.run_ids))}")
+    if outcome.gate:
+        colour = "red" if outcome.gate.failed else "green"
+        console.print(f"[{colour}]{escape(outcome.gate.message)}[/]", highlight=False)
+
+
+def load_results(results: list[LoadResult], best: float | None, target: float | None) -> None:
+    """Render a load run (or each step of a sweep)."""
+    table = Table(title="HTTP load")
+    for column in ("mode", "offered/s", "achieved/s", "sent", "ok", "p50 ms", "p90 ms", "p99 ms", "statuses"):
+        table.add_column(column, justify="left" if column in ("mode", "statuses") else "right")
+    for r in results:
+        offered = f"{r.offered_rate:.0f}" if r.offered_rate else f"{r.concurrency} clients"
+        statuses = ", ".join(f"{k}: {v}" for k, v in r.statuses.items())
+        latencies = (ms(r.percentile(q)) for q in (50, 90, 99))
+        table.add_row(r.mode, offered, f"{r.achieved_rate:.0f}", str(r.sent), str(r.ok), *latencies, statuses)
+    console.print(table)
+    if target is not None:
+        found = f"{best:.0f} requests/s" if best else "none (even the first rate missed it)"
+        console.print(f"highest rate with p99 ≤ {target * 1e3:.0f} ms: {found}")
+
+
+def run_row(run: Run) -> dict[str, Any]:
+    """A history run as plain data (listing and HTML)."""
+    return {"id": run.id, "created_utc": run.created_utc, "label": run.label, "batch": run.batch,
+            "median_ms": run.median_s * 1e3, "p99_ms": run.p99_s * 1e3, "throughput": run.throughput}  # fmt: skip
+
+
+def history(stored: list[Run], flagged: list[tuple[Run, Run, PairedRatio]]) -> None:
+    """Render `turboinfer history`."""
+    table = Table(title=f"History ({len(stored)} runs)")
+    for column in ("id", "when (UTC)", "variant", "batch", "median ms", "p99 ms", "items/s"):
+        table.add_column(column, justify="left" if column in ("when (UTC)", "variant") else "right")
+    for run in stored:
+        row = run_row(run)
+        table.add_row(str(run.id), run.created_utc, run.label, str(run.batch), f"{row['median_ms']:.3g}",
+                      f"{row['p99_ms']:.3g}", f"{run.throughput:.1f}")  # fmt: skip
+    console.print(table)
+    for before, after, ratio in flagged:
+        console.print(f"[red]regression[/]: run {after.id} is {ratio.ratio:.2f}× run {before.id} "
+                      f"(95% CI {ratio.ci[0]:.2f}–{ratio.ci[1]:.2f}) for {after.label}", highlight=False)  # fmt: skip

@@ -21,6 +21,11 @@ class Settings:
         return self.cache_dir / "zoo"
 
     @property
+    def history_path(self) -> Path:
+        """The default SQLite file of bench runs."""
+        return self.cache_dir / "history.sqlite"
+
+    @property
     def debian_dir(self) -> Path:
         """Root where Debian photo packages are unpacked (``make data``)."""
         return self.cache_dir / "debian"

@@ -28,14 +28,18 @@ def median_ci(samples: np.ndarray, z: float = Z95) -> tuple[float, float]:
 
 
 def bootstrap_ci(
-    samples: np.ndarray, statistic: str = "median", n_boot: int = 2000, seed: int = 0
+    samples: np.ndarray, statistic: str | float = "median", n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
-    """Percentile bootstrap 95% CI of the median (or "mean") of samples."""
+    """Percentile bootstrap 95% CI of the median, the "mean", or a percentile (a number, e.g. 99) of samples."""
     x = np.asarray(samples, dtype=float)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
-    reduce = np.median if statistic == "median" else np.mean
-    stats = reduce(x[idx], axis=1)
+    resampled = x[rng.integers(0, len(x), size=(n_boot, len(x)))]
+    if statistic == "median":
+        stats = np.median(resampled, axis=1)
+    elif statistic == "mean":
+        stats = resampled.mean(axis=1)
+    else:
+        stats = np.percentile(resampled, float(statistic), axis=1)
     return float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))
 
 
@@ -63,6 +67,20 @@ def paired_ratio_ci(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int 
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(a), size=(n_boot, len(a)))
     ratios = np.median(b[idx], axis=1) / np.median(a[idx], axis=1)
+    point = float(np.median(b) / np.median(a))
+    return PairedRatio(point, (float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))))
+
+
+def unpaired_ratio_ci(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> PairedRatio:
+    """Ratio median(b)/median(a) for samples taken at different times, each resampled on its own."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError("need at least 2 samples on each side")
+    rng = np.random.default_rng(seed)
+    med_a = np.median(a[rng.integers(0, len(a), size=(n_boot, len(a)))], axis=1)
+    med_b = np.median(b[rng.integers(0, len(b), size=(n_boot, len(b)))], axis=1)
+    ratios = med_b / med_a
     point = float(np.median(b) / np.median(a))
     return PairedRatio(point, (float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))))
 

@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from turboinfer.core.card import ModelCard
-from turboinfer.core.errors import DataUnavailable, InvalidInput, InvalidModel
+from turboinfer.core.errors import DataUnavailable, InvalidInput
 from turboinfer.core.settings import Settings
-from turboinfer.core.types import UNKNOWN_RANK, ImagePreprocess, TextPreprocess
+from turboinfer.core.types import ImagePreprocess, TextPreprocess
 from turboinfer.hardware.capsule import environment_capsule
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
@@ -21,6 +19,7 @@ from turboinfer.measure.stats import Summary, summarize
 from turboinfer.measure.timer import TimingPolicy, time_call
 from turboinfer.models.photos import all_photos
 from turboinfer.models.sentences import real_sentences
+from turboinfer.models.variant import sample_feeds
 from turboinfer.profile.diagnose import Evidence, Recommendation, diagnose
 from turboinfer.profile.operators import OperatorProfile, operator_profile
 from turboinfer.profile.pipeline import PipelineProfile, image_stages, profile_pipeline, text_stages
@@ -137,22 +136,6 @@ def pipeline_kind(card: ModelCard, requested: PipelineKind) -> PipelineKind:
     if requested != "auto" and requested != kind:
         raise InvalidInput(f"{card.name} takes {kind} input, not {requested}")
     return kind
-
-
-def sample_feeds(card: ModelCard, batch: int = 1, sequence: int = 128) -> dict[str, np.ndarray]:
-    """Model-only inputs: zeros of the right shape (dense CNN/transformer latency does not depend on values)."""
-    feeds = {}
-    for spec in card.inputs:
-        if spec.shape == UNKNOWN_RANK:
-            raise InvalidModel(
-                f"input {spec.name!r} of {card.name} has no shape in the graph, so sample inputs cannot be built; "
-                "re-export the model with input shapes"
-            )
-        shape = tuple(d if isinstance(d, int) else (batch if i == 0 else sequence) for i, d in enumerate(spec.shape))
-        feeds[spec.name] = np.zeros(shape, dtype=spec.numpy_dtype())
-    if "attention_mask" in feeds:
-        feeds["attention_mask"][:] = 1
-    return feeds
 
 
 def measure_ceilings(threads: int) -> Ceilings:

@@ -128,3 +128,21 @@ def profile_html(data: dict[str, Any]) -> str:
 <h2>Operators and roofline</h2>{operators_section(data)}
 <h2>Scaling</h2>{sweeps_section(data["sweeps"])}
 </body></html>"""
+
+
+def history_html(rows: list[dict[str, Any]]) -> str:
+    """Trend page: median latency over runs for each variant and batch, and the table of runs."""
+    series: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        series.setdefault(f"{row['label']} b{row['batch']}", []).append(row)
+    charts = "".join(
+        image(plots.curve([r["id"] for r in runs], [r["median_ms"] for r in runs], "run id", "median ms", name), name)
+        for name, runs in series.items()
+    )
+    table_html = table(
+        ["id", "when (UTC)", "variant", "batch", "median ms", "p99 ms", "items/s"],
+        [[r["id"], r["created_utc"], r["label"], r["batch"], f"{r['median_ms']:.3g}", f"{r['p99_ms']:.3g}",
+          f"{r['throughput']:.1f}"] for r in rows],
+    )  # fmt: skip
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer history</title>
+<style>{STYLE}</style></head><body><h1>Bench history</h1>{charts or "<p>No runs yet.</p>"}{table_html}</body></html>"""

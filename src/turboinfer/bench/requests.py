@@ -9,11 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-V2_DATATYPES = {
-    "float32": "FP32", "float16": "FP16", "float64": "FP64", "int64": "INT64", "int32": "INT32", "int8": "INT8",
-    "uint8": "UINT8", "bool": "BOOL",
-}  # fmt: skip
-"""numpy dtype name → Open Inference Protocol datatype."""
+from turboinfer.core.types import V2_DATATYPES
 
 
 @dataclass(frozen=True)

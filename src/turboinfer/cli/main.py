@@ -23,6 +23,9 @@ from turboinfer.profile.machine import run_probe
 from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
 from turboinfer.report.html import history_html, profile_html
 from turboinfer.runtime.session import SessionOptions
+from turboinfer.serve.app import ServeConfig
+from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.run import run_server
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
@@ -199,6 +202,31 @@ def history_command(
     render.history(stored, history.regressions(stored))
     if html_path:
         render.write_text(html_path, history_html([render.run_row(r) for r in stored]))
+
+
+@app.command()
+def serve(
+    models: Annotated[list[str], typer.Argument(help="Models to serve: zoo names, cards, ONNX paths, MODEL@BACKEND.")],
+    host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8000,
+    backend: Annotated[str, typer.Option(help="ort or openvino.")] = "ort",
+    threads: Annotated[int, typer.Option(help="Intra-op threads per instance; 0 = runtime default.")] = 0,
+    max_batch: Annotated[int, typer.Option(min=1)] = 8,
+    max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
+    queue: Annotated[int, typer.Option(min=1, help="Requests accepted and waiting, per model.")] = 256,
+    instances: Annotated[int, typer.Option(min=1, help="Batches computed at once, per model.")] = 1,
+    overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
+    max_body_mb: Annotated[float, typer.Option(help="Largest request body, MiB.")] = 16.0,
+) -> None:
+    """KServe V2 server with dynamic batching, an image route, health probes and Prometheus metrics."""
+    if overload_status not in (429, 503):
+        raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
+    env = settings()
+    variants = [parse_variant(m, env, backend, threads) for m in models]
+    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances)
+    config = ServeConfig(batching, int(max_body_mb * 2**20), overload_status)
+    render.serving(host, port, [v.label for v in variants])
+    run_server(variants, config, host, port)
 
 
 def main() -> None:

@@ -241,3 +241,8 @@ def history(stored: list[Run], flagged: list[tuple[Run, Run, PairedRatio]]) -> N
     for before, after, ratio in flagged:
         console.print(f"[red]regression[/]: run {after.id} is {ratio.ratio:.2f}× run {before.id} "
                       f"(95% CI {ratio.ci[0]:.2f}–{ratio.ci[1]:.2f}) for {after.label}", highlight=False)  # fmt: skip
+
+
+def serving(host: str, port: int, labels: list[str]) -> None:
+    """Say what is being served where."""
+    console.print(f"serving {', '.join(labels)} on http://{host}:{port} (KServe V2 under /v2, metrics at /metrics)")

@@ -26,6 +26,12 @@ ONNX_TO_NUMPY = {
     "bool": "bool",
 }
 
+V2_DATATYPES = {
+    "float32": "FP32", "float16": "FP16", "float64": "FP64", "int64": "INT64", "int32": "INT32", "int8": "INT8",
+    "uint8": "UINT8", "bool": "BOOL",
+}  # fmt: skip
+"""numpy dtype name → Open Inference Protocol datatype."""
+
 
 @dataclass(frozen=True)
 class TensorSpec:

@@ -1,0 +1,269 @@
+"""The HTTP server: KServe V2 routes, an image route, health, metrics; errors mapped to status codes."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from turboinfer import __version__
+from turboinfer.core.card import ModelCard
+from turboinfer.core.errors import InvalidInput, InvalidModel, TurboinferError
+from turboinfer.core.types import V2_DATATYPES, ImagePreprocess
+from turboinfer.models.image_pipeline import ImagePipeline
+from turboinfer.models.variant import sample_feeds
+from turboinfer.runtime.session import Session
+from turboinfer.serve import v2
+from turboinfer.serve.batcher import Batcher, BatcherConfig, DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.metrics import ServerMetrics
+from turboinfer.serve.worker import ModelWorker
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Server-wide limits and behaviour."""
+
+    batcher: BatcherConfig = field(default_factory=BatcherConfig)
+    max_body_bytes: int = 16 * 2**20
+    overload_status: int = 429
+    """429 (client backs off) or 503 when the queue is full."""
+    retry_after_s: int = 1
+
+
+@dataclass
+class ServedModel:
+    """One loaded model with its batcher."""
+
+    name: str
+    card: ModelCard
+    worker: ModelWorker
+    batcher: Batcher
+    pipeline: ImagePipeline | None
+    version: str = "1"
+
+    def metadata(self) -> dict[str, Any]:
+        """V2 model metadata."""
+
+        def tensors(specs: tuple) -> list[dict[str, Any]]:
+            return [{"name": s.name, "datatype": V2_DATATYPES.get(s.dtype, s.dtype),
+                     "shape": [d if isinstance(d, int) else -1 for d in s.shape]} for s in specs]  # fmt: skip
+
+        return {"name": self.name, "versions": [self.version], "platform": "onnx", "inputs": tensors(self.card.inputs),
+                "outputs": tensors(self.card.outputs)}  # fmt: skip
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """Every non-200 answer: {"error": "..."}."""
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+class Server:
+    """Owns the served models, readiness and metrics; builds the Starlette app."""
+
+    def __init__(self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig) -> None:
+        self.config = config
+        self.metrics = ServerMetrics()
+        self.ready = False
+        self._sources = models
+        self.models: dict[str, ServedModel] = {}
+
+    async def load(self) -> None:
+        """Build workers and batchers, warm up at the served batch sizes, then turn ready."""
+        for name, (card, session) in self._sources.items():
+            worker = ModelWorker(session, self.config.batcher.instances)
+            batcher = Batcher(self.config.batcher, worker.run_batch, partial(self.metrics.on_batch, name))
+            pipeline = ImagePipeline(card.preprocess) if isinstance(card.preprocess, ImagePreprocess) else None
+            self.models[name] = ServedModel(name, card, worker, batcher, pipeline)
+            for rows in sorted({1, self.config.batcher.max_batch}):
+                await asyncio.to_thread(worker.infer, [warm_inputs(card, rows)])
+            batcher.start()
+        self.ready = True
+
+    async def shutdown(self) -> None:
+        """Readiness false at once, then drain every accepted request."""
+        self.ready = False
+        await asyncio.gather(*(m.batcher.stop() for m in self.models.values()))
+        for model in self.models.values():
+            model.worker.close()
+
+    def model(self, name: str) -> ServedModel:
+        """A served model by name; unknown or malformed names are 404 (never a path)."""
+        if not NAME.match(name) or name not in self.models:
+            raise LookupError(f"unknown model {name!r}" if NAME.match(name) else "unknown model")
+        return self.models[name]
+
+    async def body(self, request: Request) -> bytes:
+        """The request body, refused past the size limit (413)."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.config.max_body_bytes:
+            raise OverflowError(f"body of {declared} bytes is over the {self.config.max_body_bytes}-byte limit")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.config.max_body_bytes:
+                raise OverflowError(f"body is over the {self.config.max_body_bytes}-byte limit")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def infer(
+        self, model: ServedModel, inputs: dict[str, np.ndarray], deadline: float | None
+    ) -> dict[str, np.ndarray]:
+        """Through the batcher, with metrics."""
+        self.metrics.queue_depth.labels(model.name).set(model.batcher.depth)
+        rows = len(next(iter(inputs.values())))
+        return await model.batcher.submit(inputs, rows, deadline)
+
+    async def handle(self, request: Request, kind: str) -> Response:
+        """Shared frame of the two inference routes: lookup, body, decode, infer, encode, map errors."""
+        start = time.perf_counter()
+        name = request.path_params["name"]
+        outcome = "ok"
+        try:
+            model = self.model(name)
+            self.metrics.in_flight.labels(name).inc()
+            try:
+                raw = await self.body(request)
+                deadline = deadline_from(request, start)
+                if kind == "v2":
+                    decoded = v2.decode_request(
+                        raw, request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
+                    )
+                    outputs = await self.infer(model, decoded.inputs, deadline)
+                    body, headers = v2.encode_response(name, model.version, decoded, outputs)
+                    return Response(body, headers=headers)
+                if model.pipeline is None:
+                    raise InvalidInput(f"model {name!r} does not take images")
+                tensor = await asyncio.to_thread(model.pipeline, raw)
+                outputs = await self.infer(model, {model.card.inputs[0].name: tensor[None]}, deadline)
+                return JSONResponse(image_answer(model.card, outputs))
+            finally:
+                self.metrics.in_flight.labels(name).dec()
+                self.metrics.request_duration.labels(name).observe(time.perf_counter() - start)
+        except LookupError as err:
+            outcome = "not_found"
+            return error(404, str(err).strip("'\""))
+        except OverflowError as err:
+            outcome = "too_large"
+            return error(413, str(err))
+        except InvalidInput as err:
+            outcome = "invalid"
+            return error(400, str(err))
+        except QueueFull as err:
+            outcome = "queue_full"
+            return error(self.config.overload_status, str(err), {"Retry-After": str(self.config.retry_after_s)})
+        except ShuttingDown as err:
+            outcome = "unavailable"
+            return error(503, str(err))
+        except DeadlineExceeded as err:
+            outcome = "deadline"
+            return error(504, str(err))
+        except (TurboinferError, RuntimeError) as err:
+            outcome = "error"
+            return error(500, f"inference failed: {type(err).__name__}")
+        finally:
+            self.metrics.requests.labels(name if name in self.models else "unknown", outcome).inc()
+
+    def app(self) -> Starlette:
+        """The ASGI app with its routes and lifespan."""
+
+        @asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            await self.load()
+            yield
+            await self.shutdown()
+
+        async def live(request: Request) -> Response:
+            return JSONResponse({"live": True})
+
+        async def ready(request: Request) -> Response:
+            return JSONResponse({"ready": self.ready}, status_code=200 if self.ready else 503)
+
+        async def server_metadata(request: Request) -> Response:
+            return JSONResponse({"name": "turboinfer", "version": __version__, "extensions": ["binary_tensor_data"]})
+
+        async def model_metadata(request: Request) -> Response:
+            try:
+                return JSONResponse(self.model(request.path_params["name"]).metadata())
+            except LookupError as err:
+                return error(404, str(err).strip("'\""))
+
+        async def model_ready(request: Request) -> Response:
+            try:
+                self.model(request.path_params["name"])
+            except LookupError as err:
+                return error(404, str(err).strip("'\""))
+            return JSONResponse({"name": request.path_params["name"], "ready": self.ready},
+                                status_code=200 if self.ready else 503)  # fmt: skip
+
+        async def v2_infer(request: Request) -> Response:
+            return await self.handle(request, "v2")
+
+        async def image_infer(request: Request) -> Response:
+            return await self.handle(request, "image")
+
+        async def metrics(request: Request) -> Response:
+            for name, model in self.models.items():
+                self.metrics.queue_depth.labels(name).set(model.batcher.depth)
+            return Response(self.metrics.render(), media_type="text/plain; version=0.0.4")
+
+        routes = [
+            Route("/v2/health/live", live), Route("/v2/health/ready", ready), Route("/v2", server_metadata),
+            Route("/v2/models/{name}", model_metadata), Route("/v2/models/{name}/versions/{version}", model_metadata),
+            Route("/v2/models/{name}/ready", model_ready),
+            Route("/v2/models/{name}/versions/{version}/ready", model_ready),
+            Route("/v2/models/{name}/infer", v2_infer, methods=["POST"]),
+            Route("/v2/models/{name}/versions/{version}/infer", v2_infer, methods=["POST"]),
+            Route("/v1/models/{name}/image", image_infer, methods=["POST"]),
+            Route("/metrics", metrics),
+        ]  # fmt: skip
+        async def http_error(request: Request, exc: Exception) -> Response:
+            status = getattr(exc, "status_code", 500)
+            return error(status, "not found" if status == 404 else str(getattr(exc, "detail", "error")))
+
+        return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
+
+
+def deadline_from(request: Request, start: float) -> float | None:
+    """Absolute deadline from the X-Request-Timeout-Ms header, if any."""
+    raw = request.headers.get("x-request-timeout-ms")
+    if raw is None:
+        return None
+    try:
+        return start + float(raw) / 1000
+    except ValueError:
+        raise InvalidInput("X-Request-Timeout-Ms must be a number of milliseconds") from None
+
+
+def warm_inputs(card: ModelCard, rows: int) -> dict[str, np.ndarray]:
+    """Zero inputs of `rows` rows for warm-up."""
+    return sample_feeds(card, rows)
+
+
+def image_answer(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """JSON for the image route: top-5 classes for classifiers, the embedding for embedders."""
+    first = next(iter(outputs.values()))[0].astype(np.float64)
+    if card.task == "classify":
+        probs = np.exp(first - first.max())
+        probs /= probs.sum()
+        top = np.argsort(probs)[::-1][:5]
+        return {"model": card.name, "top5": [{"class": int(i), "probability": float(probs[i])} for i in top]}
+    return {"model": card.name, "embedding": first.tolist()}
+
+
+def check_servable(card: ModelCard) -> None:
+    """Refuse models the server cannot batch (no symbolic batch dimension)."""
+    if not card.inputs or any(isinstance(s.shape[0], int) and s.shape[0] != 1 for s in card.inputs if s.shape):
+        raise InvalidModel(f"{card.name}: inputs need a dynamic batch dimension to be served with batching")

@@ -1,0 +1,39 @@
+"""A real server on a real socket: uvicorn in a thread, serving EfficientNet-Lite0; ready before tests run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+
+from turboinfer.models.variant import parse_variant
+from turboinfer.serve.app import ServeConfig
+from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.run import build_server
+
+TEST_LIMIT = 6 * 2**20  # 6 MiB body limit (a JSON 1x3x224x224 tensor is ~3 MB), to test 413 at the boundary
+
+
+@pytest.fixture(scope="module")
+def served(effnet, settings) -> Iterator[tuple[str, object]]:
+    """(base URL, Server) of a running server."""
+    server = build_server(
+        [parse_variant("efficientnet-lite0", settings)],
+        ServeConfig(BatcherConfig(max_batch=4, max_delay_s=0.005), max_body_bytes=TEST_LIMIT),
+    )
+    config = uvicorn.Config(server.app(), host="127.0.0.1", port=0, log_level="warning")
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not (runner.started and server.ready):
+        assert time.monotonic() < deadline, "server did not become ready"
+        assert thread.is_alive(), "server thread died"
+        time.sleep(0.02)
+    port = runner.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}", server
+    runner.should_exit = True
+    thread.join(30)

@@ -1,6 +1,10 @@
-"""Start the server: load variants, build the app, run uvicorn until SIGTERM (then drain and exit 0)."""
+"""Start the server: load variants, build the app, run uvicorn until SIGTERM, drain, and exit 0."""
 
 from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import uvicorn
 
@@ -9,6 +13,31 @@ from turboinfer.serve.app import ServeConfig, Server, check_servable
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn that treats SIGTERM/SIGINT as "stop accepting, finish what was accepted, exit 0".
+
+    (Stock uvicorn re-raises the signal after shutting down, so the process would die by SIGTERM.)
+    """
+
+    def __init__(self, config: uvicorn.Config, app_server: Server) -> None:
+        super().__init__(config)
+        self.app_server = app_server
+
+    def stop_on_signal(self, sig: int, frame: object) -> None:
+        """Readiness false at once (load balancers stop sending), then uvicorn's graceful exit."""
+        self.app_server.ready = False
+        self.handle_exit(sig, None)
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def build_server(variants: list[Variant], config: ServeConfig) -> Server:
@@ -21,6 +50,9 @@ def build_server(variants: list[Variant], config: ServeConfig) -> Server:
 
 
 def run_server(variants: list[Variant], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve until interrupted; uvicorn turns SIGTERM into the app's shutdown, which drains accepted requests."""
+    """Serve until SIGTERM/SIGINT; readiness turns false, accepted requests are drained, then it returns."""
     server = build_server(variants, config)
-    uvicorn.run(server.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S)
+    uvicorn_config = uvicorn.Config(
+        server.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S
+    )
+    DrainingServer(uvicorn_config, server).run()

@@ -22,7 +22,7 @@ def served(effnet, settings) -> Iterator[tuple[str, object]]:
     """(base URL, Server) of a running server."""
     server = build_server(
         [parse_variant("efficientnet-lite0", settings)],
-        ServeConfig(BatcherConfig(max_batch=4, max_delay_s=0.005), max_body_bytes=TEST_LIMIT),
+        ServeConfig(BatcherConfig(max_batch=4, max_delay_s=0.005), max_body_bytes=TEST_LIMIT, body_timeout_s=1.0),
     )
     config = uvicorn.Config(server.app(), host="127.0.0.1", port=0, log_level="warning")
     runner = uvicorn.Server(config)

@@ -154,6 +154,18 @@ def test_body_over_the_limit_is_refused_from_its_declared_length(served):
     assert reply.startswith("HTTP/1.1 413") and "limit" in reply
 
 
+def test_slow_body_is_cut_off_with_408_and_others_are_served_meanwhile(served, cat_jpeg):
+    base, _ = served
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = (f"POST /v2/models/efficientnet-lite0/infer HTTP/1.1\r\nHost: {host}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n")  # fmt: skip
+        sock.sendall(head.encode() + b'{"inp')  # ...and then nothing more
+        assert call(f"{base}/v1/models/efficientnet-lite0/image", cat_jpeg)[0] == 200
+        reply = sock.recv(65536).decode(errors="replace")
+    assert reply.startswith("HTTP/1.1 408") and "took longer than 1 s" in reply
+
+
 def test_body_at_the_limit_is_read_not_refused(served):
     base, _ = served
     status, _, raw = call(f"{base}/v2/models/efficientnet-lite0/infer", b" " * TEST_LIMIT)

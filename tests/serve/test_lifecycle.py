@@ -50,6 +50,24 @@ def wait_ready(base: str, process: subprocess.Popen, seconds: float = 120) -> No
     raise AssertionError("server never became ready")
 
 
+def metric(text: str, prefix: str) -> float:
+    """Sum of the samples of one metric family line prefix in Prometheus text."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def wait_until_arrived(base: str, count: int, seconds: float = 30) -> None:
+    """Until the server has taken in `count` image requests (in flight or answered)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        arrived = metric(text, "turboinfer_inflight_requests{") + metric(text, "turboinfer_requests_total{")
+        if arrived >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{count} requests never reached the server")
+
+
 def test_sigterm_drains_accepted_requests_and_exits_zero(effnet):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -64,7 +82,7 @@ def test_sigterm_drains_accepted_requests_and_exits_zero(effnet):
         url = f"{base}/v1/models/efficientnet-lite0/image"
         with ThreadPoolExecutor(max_workers=16) as pool:
             accepted = [pool.submit(post, url, photo) for _ in range(16)]
-            time.sleep(0.2)  # the first 16 are in the server now
+            wait_until_arrived(base, 16)
             process.send_signal(signal.SIGTERM)
             late = [pool.submit(post, url, photo) for _ in range(8)]
             first, after = [f.result() for f in accepted], [f.result() for f in late]

@@ -29,6 +29,11 @@ from turboinfer.serve.batcher import Batcher, BatcherConfig, DeadlineExceeded, Q
 from turboinfer.serve.metrics import ServerMetrics
 from turboinfer.serve.worker import ModelWorker
 
+
+class SlowBody(TurboinferError):
+    """The request body did not arrive within the body timeout (408)."""
+
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -41,6 +46,8 @@ class ServeConfig:
     overload_status: int = 429
     """429 (client backs off) or 503 when the queue is full."""
     retry_after_s: int = 1
+    body_timeout_s: float = 10.0
+    """A body that takes longer than this to arrive is cut off with 408 (slow-loris protection)."""
 
 
 @dataclass
@@ -111,11 +118,15 @@ class Server:
         if declared is not None and declared.isdigit() and int(declared) > self.config.max_body_bytes:
             raise OverflowError(f"body of {declared} bytes is over the {self.config.max_body_bytes}-byte limit")
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.config.max_body_bytes:
-                raise OverflowError(f"body is over the {self.config.max_body_bytes}-byte limit")
-            chunks.append(chunk)
+        try:
+            async with asyncio.timeout(self.config.body_timeout_s):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.config.max_body_bytes:
+                        raise OverflowError(f"body is over the {self.config.max_body_bytes}-byte limit")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise SlowBody(f"request body took longer than {self.config.body_timeout_s:g} s to arrive") from None
         return b"".join(chunks)
 
     async def infer(
@@ -158,6 +169,9 @@ class Server:
         except OverflowError as err:
             outcome = "too_large"
             return error(413, str(err))
+        except SlowBody as err:
+            outcome = "timeout"
+            return error(408, str(err))
         except InvalidInput as err:
             outcome = "invalid"
             return error(400, str(err))
@@ -229,6 +243,7 @@ class Server:
             Route("/v1/models/{name}/image", image_infer, methods=["POST"]),
             Route("/metrics", metrics),
         ]  # fmt: skip
+
         async def http_error(request: Request, exc: Exception) -> Response:
             status = getattr(exc, "status_code", 500)
             return error(status, "not found" if status == 404 else str(getattr(exc, "detail", "error")))

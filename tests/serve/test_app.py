@@ -181,3 +181,11 @@ def test_metrics_count_outcomes_and_batches(served, cat_jpeg):
     assert "turboinfer_batch_size_bucket" in text and "turboinfer_queue_duration_seconds_bucket" in text
     assert 'turboinfer_batches_total{model="efficientnet-lite0",reason="delay"}' in text
     assert "turboinfer_inference_count_total" in text and "turboinfer_execution_count_total" in text
+
+
+def test_openapi_lists_every_route(served):
+    base, _ = served
+    document = json.loads(call(f"{base}/openapi.json")[2])
+    assert document["openapi"].startswith("3.")
+    for path in ("/v2/health/ready", "/v2/models/{name}/infer", "/v1/models/{name}/image", "/metrics"):
+        assert path in document["paths"]

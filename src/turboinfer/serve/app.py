@@ -27,6 +27,7 @@ from turboinfer.runtime.session import Session
 from turboinfer.serve import v2
 from turboinfer.serve.batcher import Batcher, BatcherConfig, DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.metrics import ServerMetrics
+from turboinfer.serve.openapi import openapi
 from turboinfer.serve.worker import ModelWorker
 
 
@@ -242,6 +243,7 @@ class Server:
             Route("/v2/models/{name}/versions/{version}/infer", v2_infer, methods=["POST"]),
             Route("/v1/models/{name}/image", image_infer, methods=["POST"]),
             Route("/metrics", metrics),
+            Route("/openapi.json", lambda request: JSONResponse(openapi())),
         ]  # fmt: skip
 
         async def http_error(request: Request, exc: Exception) -> Response:

@@ -126,6 +126,7 @@ def test_image_route(served, cat_jpeg):
         ("infer", b"{}", {"Inference-Header-Content-Length": "999"}, 400, "outside"),
         ("infer", v2_body(ZEROS, outputs=[{"name": "nope"}]), {}, 400, "unknown output"),
         ("infer", v2_body(ZEROS), {"X-Request-Timeout-Ms": "0"}, 504, "deadline"),
+        ("infer", v2_body(ZEROS), {"X-Request-Priority": "high"}, 400, "X-Request-Priority"),
     ],
 )  # fmt: skip
 def test_bad_requests_get_precise_4xx_and_the_server_keeps_serving(

@@ -157,3 +157,40 @@ def test_row_counts_fill_batches_by_rows():
         return reports
 
     assert [(r.size, r.requests) for r in run(scenario())] == [(8, 2), (8, 2)]
+
+
+def test_preferred_size_closes_without_waiting_out_the_delay():
+    async def scenario():
+        reports: list[BatchReport] = []
+        batcher = await started(BatcherConfig(max_batch=8, max_delay_s=1.0, preferred=(2,)), echo, reports)
+        start = time.perf_counter()
+        await asyncio.gather(batcher.submit(1), batcher.submit(2))
+        waited = time.perf_counter() - start
+        await batcher.stop()
+        return waited, reports
+
+    waited, reports = run(scenario())
+    assert waited < 0.5
+    assert (reports[0].size, reports[0].reason) == (2, "preferred")
+
+
+def test_higher_priority_requests_run_first():
+    order: list[str] = []
+
+    async def record(batch: list[Pending]) -> list:
+        order.extend(p.payload for p in batch)
+        await asyncio.sleep(0.02)
+        return [p.payload for p in batch]
+
+    async def scenario():
+        batcher = await started(BatcherConfig(max_batch=1, max_delay_s=0.0), record, [])
+        first = asyncio.create_task(batcher.submit("busy"))
+        await asyncio.sleep(0.005)  # "busy" is computing; the rest queue up
+        rest = [
+            asyncio.create_task(batcher.submit(name, priority=p)) for name, p in (("low", 5), ("high", 0), ("mid", 2))
+        ]
+        await asyncio.gather(first, *rest)
+        await batcher.stop()
+
+    run(scenario())
+    assert order == ["busy", "high", "mid", "low"]

@@ -87,7 +87,8 @@ def test_sigterm_drains_accepted_requests_and_exits_zero(effnet):
             late = [pool.submit(post, url, photo) for _ in range(8)]
             first, after = [f.result() for f in accepted], [f.result() for f in late]
         assert first == ["200"] * 16  # nothing accepted before SIGTERM is lost
-        assert all(status in ("200", "503", "ConnectionRefusedError", "RemoteDisconnected") for status in after), after
+        never_accepted = ("ConnectionRefusedError", "RemoteDisconnected", "ConnectionResetError", "BrokenPipeError")
+        assert all(status in ("200", "503", *never_accepted) for status in after), after
         assert process.wait(timeout=40) == 0
     finally:
         if process.poll() is None:

@@ -215,6 +215,7 @@ def serve(
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
     queue: Annotated[int, typer.Option(min=1, help="Requests accepted and waiting, per model.")] = 256,
     instances: Annotated[int, typer.Option(min=1, help="Batches computed at once, per model.")] = 1,
+    preferred: Annotated[str, typer.Option(help="Batch sizes to close at without waiting, e.g. 4,8.")] = "",
     overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
     max_body_mb: Annotated[float, typer.Option(help="Largest request body, MiB.")] = 16.0,
 ) -> None:
@@ -223,7 +224,8 @@ def serve(
         raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
     env = settings()
     variants = [parse_variant(m, env, backend, threads) for m in models]
-    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances)
+    sizes = int_list(preferred, "--preferred") if preferred else ()
+    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes)
     config = ServeConfig(batching, int(max_body_mb * 2**20), overload_status)
     render.serving(host, port, [v.label for v in variants])
     run_server(variants, config, host, port)

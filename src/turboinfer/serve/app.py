@@ -131,12 +131,12 @@ class Server:
         return b"".join(chunks)
 
     async def infer(
-        self, model: ServedModel, inputs: dict[str, np.ndarray], deadline: float | None
+        self, model: ServedModel, inputs: dict[str, np.ndarray], deadline: float | None, priority: int = 0
     ) -> dict[str, np.ndarray]:
         """Through the batcher, with metrics."""
         self.metrics.queue_depth.labels(model.name).set(model.batcher.depth)
         rows = len(next(iter(inputs.values())))
-        return await model.batcher.submit(inputs, rows, deadline)
+        return await model.batcher.submit(inputs, rows, deadline, priority)
 
     async def handle(self, request: Request, kind: str) -> Response:
         """Shared frame of the two inference routes: lookup, body, decode, infer, encode, map errors."""
@@ -149,17 +149,18 @@ class Server:
             try:
                 raw = await self.body(request)
                 deadline = deadline_from(request, start)
+                priority = priority_from(request)
                 if kind == "v2":
                     decoded = v2.decode_request(
                         raw, request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
                     )
-                    outputs = await self.infer(model, decoded.inputs, deadline)
+                    outputs = await self.infer(model, decoded.inputs, deadline, priority)
                     body, headers = v2.encode_response(name, model.version, decoded, outputs)
                     return Response(body, headers=headers)
                 if model.pipeline is None:
                     raise InvalidInput(f"model {name!r} does not take images")
                 tensor = await asyncio.to_thread(model.pipeline, raw)
-                outputs = await self.infer(model, {model.card.inputs[0].name: tensor[None]}, deadline)
+                outputs = await self.infer(model, {model.card.inputs[0].name: tensor[None]}, deadline, priority)
                 return JSONResponse(image_answer(model.card, outputs))
             finally:
                 self.metrics.in_flight.labels(name).dec()
@@ -262,6 +263,15 @@ def deadline_from(request: Request, start: float) -> float | None:
         return start + float(raw) / 1000
     except ValueError:
         raise InvalidInput("X-Request-Timeout-Ms must be a number of milliseconds") from None
+
+
+def priority_from(request: Request) -> int:
+    """Priority from the X-Request-Priority header (lower runs first; default 0)."""
+    raw = request.headers.get("x-request-priority", "0")
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput("X-Request-Priority must be an integer") from None
 
 
 def warm_inputs(card: ModelCard, rows: int) -> dict[str, np.ndarray]:

@@ -38,6 +38,8 @@ class BatcherConfig:
     """Requests accepted but not yet computed; beyond it, submit raises QueueFull."""
     instances: int = 1
     """Batches computed at the same time (one batching loop each)."""
+    preferred: tuple[int, ...] = ()
+    """Batch sizes worth closing at without waiting out the delay (e.g. sizes the model was tuned for)."""
 
 
 @dataclass
@@ -49,7 +51,12 @@ class Pending:
     """Rows it contributes to the batch (its own batch dimension)."""
     deadline: float | None
     future: asyncio.Future[Any]
+    priority: int = 0
+    """Lower runs first; equal priorities keep arrival order."""
     enqueued: float = field(default_factory=time.perf_counter)
+
+    def __lt__(self, other: Pending) -> bool:
+        return (self.priority, self.enqueued) < (other.priority, other.enqueued)
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,7 @@ class BatchReport:
     size: int
     requests: int
     reason: str
-    """"full", "delay" or "drain"."""
+    """"full", "preferred", "delay" or "drain"."""
     queue_s: tuple[float, ...]
     compute_s: float
     expired: int
@@ -77,7 +84,7 @@ class Batcher:
         self.config = config
         self._run_batch = run_batch
         self._on_batch = on_batch or (lambda report: None)
-        self._queue: asyncio.Queue[Pending] = asyncio.Queue()
+        self._queue: asyncio.PriorityQueue[Pending] = asyncio.PriorityQueue()
         self._accepting = True
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -90,14 +97,14 @@ class Batcher:
         """Start the batching loops (one per instance) on the running event loop."""
         self._tasks = [asyncio.create_task(self._loop(), name=f"batcher-{i}") for i in range(self.config.instances)]
 
-    async def submit(self, payload: Any, size: int = 1, deadline: float | None = None) -> Any:
+    async def submit(self, payload: Any, size: int = 1, deadline: float | None = None, priority: int = 0) -> Any:
         """Queue one request and wait for its result; QueueFull at once when the queue is at capacity."""
         if not self._accepting:
             raise ShuttingDown("server is shutting down")
         if self._queue.qsize() >= self.config.queue_size:
             raise QueueFull(f"queue full ({self.config.queue_size} requests waiting)")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(Pending(payload, size, deadline, future))
+        self._queue.put_nowait(Pending(payload, size, deadline, future, priority))
         return await future
 
     async def stop(self) -> None:
@@ -114,6 +121,8 @@ class Batcher:
         batch, rows = [first], first.size
         close_at = first.enqueued + self.config.max_delay_s
         while rows < self.config.max_batch:
+            if rows in self.config.preferred and self._queue.empty():
+                return batch, "preferred"
             if not self._queue.empty():
                 item = self._queue.get_nowait()
             else:

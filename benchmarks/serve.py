@@ -53,9 +53,7 @@ def main() -> None:
     photos = [p for p in all_photos(Settings.from_env(os.environ)) if p.suffix.lower() in (".jpg", ".jpeg")][:24]
     bodies = image_requests(photos)
     print(f"Command: `{' '.join(sys.argv)}`\n")
-    print(
-        f"{len(bodies)} real JPEGs to `/v1/models/{MODEL}/image`; p99 target {P99_TARGET_S * 1e3:.0f} ms.\n"
-    )
+    print(f"{len(bodies)} real JPEGs to `/v1/models/{MODEL}/image`; p99 target {P99_TARGET_S * 1e3:.0f} ms.\n")
     print(
         "| --max-batch | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients: req/s | p50 ms | p99 ms |"
     )

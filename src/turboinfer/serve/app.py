@@ -35,6 +35,17 @@ class SlowBody(TurboinferError):
     """The request body did not arrive within the body timeout (408)."""
 
 
+FAILURES_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
+    (LookupError, 404, "not_found"),
+    (OverflowError, 413, "too_large"),
+    (SlowBody, 408, "timeout"),
+    (InvalidInput, 400, "invalid"),
+    (QueueFull, 429, "queue_full"),  # or 503, per ServeConfig.overload_status
+    (ShuttingDown, 503, "unavailable"),
+    (DeadlineExceeded, 504, "deadline"),
+)
+"""Exception → status code and the `outcome` label of turboinfer_requests_total."""
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -165,32 +176,21 @@ class Server:
             finally:
                 self.metrics.in_flight.labels(name).dec()
                 self.metrics.request_duration.labels(name).observe(time.perf_counter() - start)
-        except LookupError as err:
-            outcome = "not_found"
-            return error(404, str(err).strip("'\""))
-        except OverflowError as err:
-            outcome = "too_large"
-            return error(413, str(err))
-        except SlowBody as err:
-            outcome = "timeout"
-            return error(408, str(err))
-        except InvalidInput as err:
-            outcome = "invalid"
-            return error(400, str(err))
-        except QueueFull as err:
-            outcome = "queue_full"
-            return error(self.config.overload_status, str(err), {"Retry-After": str(self.config.retry_after_s)})
-        except ShuttingDown as err:
-            outcome = "unavailable"
-            return error(503, str(err))
-        except DeadlineExceeded as err:
-            outcome = "deadline"
-            return error(504, str(err))
-        except (TurboinferError, RuntimeError) as err:
-            outcome = "error"
-            return error(500, f"inference failed: {type(err).__name__}")
+        except (LookupError, OverflowError, TurboinferError, RuntimeError) as err:
+            outcome, response = self.failure(err)
+            return response
         finally:
             self.metrics.requests.labels(name if name in self.models else "unknown", outcome).inc()
+
+    def failure(self, err: Exception) -> tuple[str, Response]:
+        """The metric outcome and the {"error"} response for a failed request."""
+        for kind, status, outcome in FAILURES_TABLE:
+            if isinstance(err, kind):
+                if kind is QueueFull:
+                    headers = {"Retry-After": str(self.config.retry_after_s)}
+                    return outcome, error(self.config.overload_status, str(err), headers)
+                return outcome, error(status, str(err).strip("'\""))
+        return "error", error(500, f"inference failed: {type(err).__name__}")  # no internals in the message
 
     def app(self) -> Starlette:
         """The ASGI app with its routes and lifespan."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import uvicorn
@@ -17,13 +18,9 @@ from turboinfer.serve.run import build_server
 TEST_LIMIT = 6 * 2**20  # 6 MiB body limit (a JSON 1x3x224x224 tensor is ~3 MB), to test 413 at the boundary
 
 
-@pytest.fixture(scope="module")
-def served(effnet, settings) -> Iterator[tuple[str, object]]:
-    """(base URL, Server) of a running server."""
-    server = build_server(
-        [parse_variant("efficientnet-lite0", settings)],
-        ServeConfig(BatcherConfig(max_batch=4, max_delay_s=0.005), max_body_bytes=TEST_LIMIT, body_timeout_s=1.0),
-    )
+@contextmanager
+def running(server) -> Iterator[str]:
+    """Run a Server under uvicorn on a free loopback port; yield its base URL once ready."""
     config = uvicorn.Config(server.app(), host="127.0.0.1", port=0, log_level="warning")
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, daemon=True)
@@ -34,6 +31,19 @@ def served(effnet, settings) -> Iterator[tuple[str, object]]:
         assert thread.is_alive(), "server thread died"
         time.sleep(0.02)
     port = runner.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}", server
-    runner.should_exit = True
-    thread.join(30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        runner.should_exit = True
+        thread.join(30)
+
+
+@pytest.fixture(scope="module")
+def served(effnet, settings) -> Iterator[tuple[str, object]]:
+    """(base URL, Server) of a running server."""
+    server = build_server(
+        [parse_variant("efficientnet-lite0", settings)],
+        ServeConfig(BatcherConfig(max_batch=4, max_delay_s=0.005), max_body_bytes=TEST_LIMIT, body_timeout_s=1.0),
+    )
+    with running(server) as base:
+        yield base, server

@@ -26,6 +26,7 @@ from turboinfer.runtime.session import SessionOptions
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.run import run_server
+from turboinfer.serve.traffic import SplitConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
@@ -218,6 +219,13 @@ def serve(
     preferred: Annotated[str, typer.Option(help="Batch sizes to close at without waiting, e.g. 4,8.")] = "",
     overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
     max_body_mb: Annotated[float, typer.Option(help="Largest request body, MiB.")] = 16.0,
+    canary: Annotated[
+        str | None, typer.Option(help="A second variant answering --canary-share of the traffic.")
+    ] = None,
+    canary_share: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.1,
+    shadow: Annotated[
+        str | None, typer.Option(help="A second variant getting a copy of all traffic, compared.")
+    ] = None,
 ) -> None:
     """KServe V2 server with dynamic batching, an image route, health probes and Prometheus metrics."""
     if overload_status not in (429, 503):
@@ -227,8 +235,15 @@ def serve(
     sizes = int_list(preferred, "--preferred") if preferred else ()
     batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes)
     config = ServeConfig(batching, int(max_body_mb * 2**20), overload_status)
-    render.serving(host, port, [v.label for v in variants])
-    run_server(variants, config, host, port)
+    if canary and shadow:
+        raise typer.BadParameter("choose --canary or --shadow, not both", param_hint="--shadow")
+    other = canary or shadow
+    second = parse_variant(other, env, backend, threads) if other else None
+    split = SplitConfig("canary" if canary else "shadow", canary_share) if second else None
+    render.serving(
+        host, port, [v.label for v in variants] + ([f"{split.mode} {second.label}"] if split and second else [])
+    )
+    run_server(variants, config, host, port, second, split)
 
 
 def main() -> None:

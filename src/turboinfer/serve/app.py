@@ -28,6 +28,7 @@ from turboinfer.serve import v2
 from turboinfer.serve.batcher import Batcher, BatcherConfig, DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.metrics import ServerMetrics
 from turboinfer.serve.openapi import openapi
+from turboinfer.serve.traffic import SplitConfig, TrafficSplit
 from turboinfer.serve.worker import ModelWorker
 
 
@@ -68,10 +69,17 @@ class ServedModel:
 
     name: str
     card: ModelCard
-    worker: ModelWorker
-    batcher: Batcher
+    workers: list[ModelWorker]
+    batchers: list[Batcher]
+    """The primary's first; a canary's or shadow's second."""
     pipeline: ImagePipeline | None
+    split: TrafficSplit | None = None
     version: str = "1"
+
+    @property
+    def batcher(self) -> Batcher:
+        """The primary's batcher."""
+        return self.batchers[0]
 
     def metadata(self) -> dict[str, Any]:
         """V2 model metadata."""
@@ -92,31 +100,49 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> J
 class Server:
     """Owns the served models, readiness and metrics; builds the Starlette app."""
 
-    def __init__(self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig) -> None:
+    def __init__(
+        self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig,
+        splits: dict[str, tuple[ModelCard, Session, SplitConfig]] | None = None,
+    ) -> None:  # fmt: skip
         self.config = config
         self.metrics = ServerMetrics()
         self.ready = False
         self._sources = models
+        self._splits = splits or {}
         self.models: dict[str, ServedModel] = {}
+
+    async def runner(self, label: str, card: ModelCard, session: Session) -> tuple[ModelWorker, Batcher]:
+        """A warmed-up worker and a started batcher for one session (batch metrics under `label`)."""
+        worker = ModelWorker(session, self.config.batcher.instances)
+        batcher = Batcher(self.config.batcher, worker.run_batch, partial(self.metrics.on_batch, label))
+        for rows in sorted({1, self.config.batcher.max_batch}):
+            await asyncio.to_thread(worker.infer, [warm_inputs(card, rows)])
+        batcher.start()
+        return worker, batcher
 
     async def load(self) -> None:
         """Build workers and batchers, warm up at the served batch sizes, then turn ready."""
         for name, (card, session) in self._sources.items():
-            worker = ModelWorker(session, self.config.batcher.instances)
-            batcher = Batcher(self.config.batcher, worker.run_batch, partial(self.metrics.on_batch, name))
+            worker, batcher = await self.runner(name, card, session)
             pipeline = ImagePipeline(card.preprocess) if isinstance(card.preprocess, ImagePreprocess) else None
-            self.models[name] = ServedModel(name, card, worker, batcher, pipeline)
-            for rows in sorted({1, self.config.batcher.max_batch}):
-                await asyncio.to_thread(worker.infer, [warm_inputs(card, rows)])
-            batcher.start()
+            model = ServedModel(name, card, [worker], [batcher], pipeline)
+            if name in self._splits:
+                other_card, other_session, split = self._splits[name]
+                other_worker, other_batcher = await self.runner(f"{name}:{split.mode}", other_card, other_session)
+                model.workers.append(other_worker)
+                model.batchers.append(other_batcher)
+                model.split = TrafficSplit(name, card.task, batcher, other_batcher, split, self.metrics)
+            self.models[name] = model
         self.ready = True
 
     async def shutdown(self) -> None:
-        """Readiness false at once, then drain every accepted request."""
+        """Readiness false at once, then drain every accepted request (and mirrored shadow requests)."""
         self.ready = False
-        await asyncio.gather(*(m.batcher.stop() for m in self.models.values()))
+        await asyncio.gather(*(m.split.drain() for m in self.models.values() if m.split))
+        await asyncio.gather(*(b.stop() for m in self.models.values() for b in m.batchers))
         for model in self.models.values():
-            model.worker.close()
+            for worker in model.workers:
+                worker.close()
 
     def model(self, name: str) -> ServedModel:
         """A served model by name; unknown or malformed names are 404 (never a path)."""
@@ -147,6 +173,8 @@ class Server:
         """Through the batcher, with metrics."""
         self.metrics.queue_depth.labels(model.name).set(model.batcher.depth)
         rows = len(next(iter(inputs.values())))
+        if model.split is not None:
+            return await model.split.infer(inputs, rows, deadline, priority)
         return await model.batcher.submit(inputs, rows, deadline, priority)
 
     async def handle(self, request: Request, kind: str) -> Response:

@@ -14,6 +14,7 @@ from turboinfer.serve.batcher import BatchReport
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+COSINE_BUCKETS = (0.5, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999, 1.0)
 
 
 class ServerMetrics:
@@ -39,6 +40,14 @@ class ServerMetrics:
         self.execution_count = Counter("turboinfer_execution_count", "Batches executed.", ["model"], registry=r)
         self.queue_depth = Gauge("turboinfer_queue_depth", "Requests accepted and waiting.", ["model"], registry=r)
         self.in_flight = Gauge("turboinfer_inflight_requests", "Requests being handled.", ["model"], registry=r)
+        self.variant_duration = Histogram("turboinfer_variant_duration_seconds", "Time in the batcher per variant "
+                                          "(primary, canary, shadow).", ["model", "variant"], buckets=LATENCY_BUCKETS,
+                                          registry=r)  # fmt: skip
+        self.shadow_top1 = Counter("turboinfer_shadow_top1", "Shadow requests by whether the shadow's top-1 matched.",
+                                   ["model", "agree"], registry=r)  # fmt: skip
+        self.shadow_cosine = Histogram("turboinfer_shadow_cosine", "Cosine between primary and shadow outputs.",
+                                       ["model"], buckets=COSINE_BUCKETS, registry=r)  # fmt: skip
+        self.shadow_errors = Counter("turboinfer_shadow_errors", "Shadow requests that failed.", ["model"], registry=r)
 
     def on_batch(self, model: str, report: BatchReport) -> None:
         """Record one computed batch."""

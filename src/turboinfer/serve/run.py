@@ -8,8 +8,10 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from turboinfer.core.errors import InvalidInput
 from turboinfer.models.variant import Variant
 from turboinfer.serve.app import ServeConfig, Server, check_servable
+from turboinfer.serve.traffic import SplitConfig
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""
@@ -40,18 +42,30 @@ class DrainingServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def build_server(variants: list[Variant], config: ServeConfig) -> Server:
-    """A Server for these variants, each served under its model name."""
+def build_server(
+    variants: list[Variant], config: ServeConfig, second: Variant | None = None, split: SplitConfig | None = None
+) -> Server:
+    """A Server for these variants, each served under its model name; `second` is the first model's canary or
+    shadow (same inputs required)."""
     models = {}
     for variant in variants:
         check_servable(variant.card)
         models[variant.card.name] = (variant.card, variant.open())
-    return Server(models, config)
+    splits = {}
+    if second is not None and split is not None:
+        first = variants[0].card
+        if [s.name for s in second.card.inputs] != [s.name for s in first.inputs]:
+            raise InvalidInput(f"{second.label} takes different inputs than {first.name}; it cannot share its traffic")
+        splits[first.name] = (second.card, second.open(), split)
+    return Server(models, config, splits)
 
 
-def run_server(variants: list[Variant], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
+def run_server(
+    variants: list[Variant], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000,
+    second: Variant | None = None, split: SplitConfig | None = None,
+) -> None:  # fmt: skip
     """Serve until SIGTERM/SIGINT; readiness turns false, accepted requests are drained, then it returns."""
-    server = build_server(variants, config)
+    server = build_server(variants, config, second, split)
     uvicorn_config = uvicorn.Config(
         server.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S
     )

@@ -319,6 +319,6 @@ def image_answer(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, A
 
 
 def check_servable(card: ModelCard) -> None:
-    """Refuse models the server cannot batch (no symbolic batch dimension)."""
-    if not card.inputs or any(isinstance(s.shape[0], int) and s.shape[0] != 1 for s in card.inputs if s.shape):
-        raise InvalidModel(f"{card.name}: inputs need a dynamic batch dimension to be served with batching")
+    """Refuse models the server cannot batch: no inputs, or inputs without a leading batch dimension."""
+    if not card.inputs or any(not s.shape for s in card.inputs):
+        raise InvalidModel(f"{card.name}: every input needs a leading batch dimension to be served")

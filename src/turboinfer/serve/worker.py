@@ -25,16 +25,42 @@ def split(outputs: Tensors, sizes: list[int]) -> list[Tensors]:
     return [{name: array[lo:hi] for name, array in outputs.items()} for lo, hi in pairwise(bounds)]
 
 
+def fixed_batch(session: Session) -> int | None:
+    """The model's batch size when its graph fixes one (first dim an integer), else None."""
+    first = session.inputs[0].shape[0] if session.inputs and session.inputs[0].shape else None
+    return first if isinstance(first, int) else None
+
+
+def run_fixed(session: Session, feeds: Tensors, size: int) -> Tensors:
+    """Run a fixed-batch model on any number of rows: chunks of `size`, the last padded with zeros."""
+    rows = len(next(iter(feeds.values())))
+    parts = []
+    for start in range(0, rows, size):
+        chunk = {name: array[start : start + size] for name, array in feeds.items()}
+        real = len(next(iter(chunk.values())))
+        if real < size:
+            chunk = {
+                name: np.concatenate([a, np.zeros((size - real, *a.shape[1:]), a.dtype)]) for name, a in chunk.items()
+            }
+        parts.append({name: out[:real] for name, out in session.run(chunk).items()})
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
 class ModelWorker:
-    """One model's session and the threads that run its batches."""
+    """One model's session and the threads that run its batches (padding/splitting for fixed-batch models)."""
 
     def __init__(self, session: Session, instances: int = 1) -> None:
         self.session = session
+        self.fixed_batch = fixed_batch(session)
         self._executor = ThreadPoolExecutor(max_workers=instances, thread_name_prefix="infer")
 
     def infer(self, items: list[Tensors]) -> list[Tensors]:
-        """Synchronous: stack, run, split (runs in a worker thread)."""
-        return split(self.session.run(stack(items)), [len(next(iter(i.values()))) for i in items])
+        """Synchronous: stack, run (chunked and padded for a fixed batch), split (runs in a worker thread)."""
+        feeds = stack(items)
+        outputs = (
+            self.session.run(feeds) if self.fixed_batch is None else run_fixed(self.session, feeds, self.fixed_batch)
+        )
+        return split(outputs, [len(next(iter(i.values()))) for i in items])
 
     async def run_batch(self, batch: list[Pending]) -> list[Tensors]:
         """The batcher's run_batch: infer off the event loop."""

@@ -13,6 +13,7 @@ import uvicorn
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.run import build_server
 
 TEST_LIMIT = 6 * 2**20  # 6 MiB body limit (a JSON 1x3x224x224 tensor is ~3 MB), to test 413 at the boundary
@@ -41,9 +42,10 @@ def running(server) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def served(effnet, settings) -> Iterator[tuple[str, object]]:
     """(base URL, Server) of a running server."""
+    batching = BatcherConfig(max_batch=4, max_delay_s=0.005)
     server = build_server(
-        [parse_variant("efficientnet-lite0", settings)],
-        ServeConfig(BatcherConfig(max_batch=4, max_delay_s=0.005), max_body_bytes=TEST_LIMIT, body_timeout_s=1.0),
+        [ModelServing(parse_variant("efficientnet-lite0", settings), batching)],
+        ServeConfig(batching, max_body_bytes=TEST_LIMIT, body_timeout_s=1.0),
     )
     with running(server) as base:
         yield base, server

@@ -17,6 +17,7 @@ from turboinfer.models.labels import CAT_CLASSES
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.run import build_server
 from turboinfer.serve.traffic import SplitConfig, agreement
 
@@ -33,8 +34,9 @@ def cat() -> bytes:
 def serve_with(settings, mode: str, share: float = 0.5):
     primary = parse_variant("efficientnet-lite0", settings)
     second = parse_variant("efficientnet-lite0@openvino", settings)
-    config = ServeConfig(BatcherConfig(max_batch=2, max_delay_s=0.002))
-    return build_server([primary], config, second, SplitConfig(mode, share))  # type: ignore[arg-type]
+    batching = BatcherConfig(max_batch=2, max_delay_s=0.002)
+    split = SplitConfig(mode, share)  # type: ignore[arg-type]
+    return build_server([ModelServing(primary, batching, second, split)], ServeConfig(batching))
 
 
 def test_shadow_mirrors_every_request_and_records_agreement(effnet, settings, cat):
@@ -79,7 +81,7 @@ def test_agreement_measures():
 def test_second_variant_must_take_the_same_inputs(effnet, minilm, settings):
     with pytest.raises(InvalidInput, match="different inputs"):
         primary, text_model = parse_variant("efficientnet-lite0", settings), parse_variant("minilm-l6", settings)
-        build_server([primary], ServeConfig(), text_model, SplitConfig("shadow"))
+        build_server([ModelServing(primary, BatcherConfig(), text_model, SplitConfig("shadow"))], ServeConfig())
 
 
 def test_cat_still_answered_correctly_under_shadow(effnet, settings, cat):

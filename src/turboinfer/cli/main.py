@@ -25,8 +25,8 @@ from turboinfer.report.html import history_html, profile_html
 from turboinfer.runtime.session import SessionOptions
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.repository import model_serving, read_config, repository
 from turboinfer.serve.run import run_server
-from turboinfer.serve.traffic import SplitConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
@@ -207,7 +207,13 @@ def history_command(
 
 @app.command()
 def serve(
-    models: Annotated[list[str], typer.Argument(help="Models to serve: zoo names, cards, ONNX paths, MODEL@BACKEND.")],
+    models: Annotated[
+        list[str],
+        typer.Argument(help="A repository folder of model cards, or models: zoo names, cards, MODEL@BACKEND."),
+    ],
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="Per-model serving config (YAML/JSON); default REPO/serve.yaml.")
+    ] = None,
     host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
     backend: Annotated[str, typer.Option(help="ort or openvino.")] = "ort",
@@ -230,20 +236,22 @@ def serve(
     """KServe V2 server with dynamic batching, an image route, health probes and Prometheus metrics."""
     if overload_status not in (429, 503):
         raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
-    env = settings()
-    variants = [parse_variant(m, env, backend, threads) for m in models]
-    sizes = int_list(preferred, "--preferred") if preferred else ()
-    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes)
-    config = ServeConfig(batching, int(max_body_mb * 2**20), overload_status)
     if canary and shadow:
         raise typer.BadParameter("choose --canary or --shadow, not both", param_hint="--shadow")
-    other = canary or shadow
-    second = parse_variant(other, env, backend, threads) if other else None
-    split = SplitConfig("canary" if canary else "shadow", canary_share) if second else None
-    render.serving(
-        host, port, [v.label for v in variants] + ([f"{split.mode} {second.label}"] if split and second else [])
-    )
-    run_server(variants, config, host, port, second, split)
+    env = settings()
+    sizes = int_list(preferred, "--preferred") if preferred else ()
+    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes)
+    folder = Path(models[0])
+    if len(models) == 1 and folder.is_dir():
+        default_config = folder / "serve.yaml"
+        path = config_path or (default_config if default_config.is_file() else None)
+        served = repository(folder, env, read_config(path) if path else {}, batching)
+    else:
+        split = {"canary": canary, "canary_share": canary_share} if canary else {"shadow": shadow} if shadow else {}
+        variants = [parse_variant(m, env, backend, threads) for m in models]
+        served = [model_serving(v, split if i == 0 else {}, batching, env) for i, v in enumerate(variants)]
+    render.serving(host, port, served)
+    run_server(served, ServeConfig(batching, int(max_body_mb * 2**20), overload_status), host, port)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import PairedRatio, Summary
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
+from turboinfer.serve.repository import ModelServing
 
 console = Console()
 errors = Console(stderr=True)
@@ -243,6 +244,7 @@ def history(stored: list[Run], flagged: list[tuple[Run, Run, PairedRatio]]) -> N
                       f"(95% CI {ratio.ci[0]:.2f}–{ratio.ci[1]:.2f}) for {after.label}", highlight=False)  # fmt: skip
 
 
-def serving(host: str, port: int, labels: list[str]) -> None:
+def serving(host: str, port: int, served: list[ModelServing]) -> None:
     """Say what is being served where."""
+    labels = [s.variant.label + (f" + {s.split.mode} {s.second.label}" if s.second and s.split else "") for s in served]
     console.print(f"serving {', '.join(labels)} on http://{host}:{port} (KServe V2 under /v2, metrics at /metrics)")

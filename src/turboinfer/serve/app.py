@@ -103,19 +103,24 @@ class Server:
     def __init__(
         self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig,
         splits: dict[str, tuple[ModelCard, Session, SplitConfig]] | None = None,
+        batching: dict[str, BatcherConfig] | None = None,
     ) -> None:  # fmt: skip
         self.config = config
         self.metrics = ServerMetrics()
         self.ready = False
         self._sources = models
         self._splits = splits or {}
+        self.batching = batching or {}
+        """Per-model batching; models not named use config.batcher."""
         self.models: dict[str, ServedModel] = {}
 
-    async def runner(self, label: str, card: ModelCard, session: Session) -> tuple[ModelWorker, Batcher]:
+    async def runner(
+        self, label: str, card: ModelCard, session: Session, batching: BatcherConfig
+    ) -> tuple[ModelWorker, Batcher]:
         """A warmed-up worker and a started batcher for one session (batch metrics under `label`)."""
-        worker = ModelWorker(session, self.config.batcher.instances)
-        batcher = Batcher(self.config.batcher, worker.run_batch, partial(self.metrics.on_batch, label))
-        for rows in sorted({1, self.config.batcher.max_batch}):
+        worker = ModelWorker(session, batching.instances)
+        batcher = Batcher(batching, worker.run_batch, partial(self.metrics.on_batch, label))
+        for rows in sorted({1, batching.max_batch}):
             await asyncio.to_thread(worker.infer, [warm_inputs(card, rows)])
         batcher.start()
         return worker, batcher
@@ -123,12 +128,15 @@ class Server:
     async def load(self) -> None:
         """Build workers and batchers, warm up at the served batch sizes, then turn ready."""
         for name, (card, session) in self._sources.items():
-            worker, batcher = await self.runner(name, card, session)
+            batching = self.batching.get(name, self.config.batcher)
+            worker, batcher = await self.runner(name, card, session, batching)
             pipeline = ImagePipeline(card.preprocess) if isinstance(card.preprocess, ImagePreprocess) else None
             model = ServedModel(name, card, [worker], [batcher], pipeline)
             if name in self._splits:
                 other_card, other_session, split = self._splits[name]
-                other_worker, other_batcher = await self.runner(f"{name}:{split.mode}", other_card, other_session)
+                other_worker, other_batcher = await self.runner(
+                    f"{name}:{split.mode}", other_card, other_session, batching
+                )
                 model.workers.append(other_worker)
                 model.batchers.append(other_batcher)
                 model.split = TrafficSplit(name, card.task, batcher, other_batcher, split, self.metrics)

@@ -9,9 +9,8 @@ from contextlib import contextmanager
 import uvicorn
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.models.variant import Variant
 from turboinfer.serve.app import ServeConfig, Server, check_servable
-from turboinfer.serve.traffic import SplitConfig
+from turboinfer.serve.repository import ModelServing
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""
@@ -42,30 +41,26 @@ class DrainingServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def build_server(
-    variants: list[Variant], config: ServeConfig, second: Variant | None = None, split: SplitConfig | None = None
-) -> Server:
-    """A Server for these variants, each served under its model name; `second` is the first model's canary or
-    shadow (same inputs required)."""
-    models = {}
-    for variant in variants:
-        check_servable(variant.card)
-        models[variant.card.name] = (variant.card, variant.open())
-    splits = {}
-    if second is not None and split is not None:
-        first = variants[0].card
-        if [s.name for s in second.card.inputs] != [s.name for s in first.inputs]:
-            raise InvalidInput(f"{second.label} takes different inputs than {first.name}; it cannot share its traffic")
-        splits[first.name] = (second.card, second.open(), split)
-    return Server(models, config, splits)
+def build_server(served: list[ModelServing], config: ServeConfig) -> Server:
+    """A Server for these models, each under its model name, with its own batching and optional second variant."""
+    models, splits, batching = {}, {}, {}
+    for entry in served:
+        card = entry.variant.card
+        check_servable(card)
+        models[card.name] = (card, entry.variant.open())
+        batching[card.name] = entry.batcher
+        if entry.second is not None and entry.split is not None:
+            if [s.name for s in entry.second.card.inputs] != [s.name for s in card.inputs]:
+                raise InvalidInput(
+                    f"{entry.second.label} takes different inputs than {card.name}; it cannot share its traffic"
+                )
+            splits[card.name] = (entry.second.card, entry.second.open(), entry.split)
+    return Server(models, config, splits, batching)
 
 
-def run_server(
-    variants: list[Variant], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000,
-    second: Variant | None = None, split: SplitConfig | None = None,
-) -> None:  # fmt: skip
+def run_server(served: list[ModelServing], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve until SIGTERM/SIGINT; readiness turns false, accepted requests are drained, then it returns."""
-    server = build_server(variants, config, second, split)
+    server = build_server(served, config)
     uvicorn_config = uvicorn.Config(
         server.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S
     )

@@ -1,11 +1,10 @@
 import json
 import time
 
-import numpy as np
 import pytest
 
 from turboinfer.core.errors import DataUnavailable, InvalidInput
-from turboinfer.profile.pipeline import profile_pipeline, softmax_top5, unit_embedding
+from turboinfer.profile.pipeline import profile_pipeline
 
 
 def fail_on_negative(x: int) -> int:
@@ -35,11 +34,3 @@ def test_stage_shares_follow_where_the_time_goes():
 def test_no_usable_input_is_a_clear_error():
     with pytest.raises(DataUnavailable, match="none of the 2 inputs"):
         profile_pipeline([("check", fail_on_negative)], [-1, -2])
-
-
-def test_postprocessing():
-    logits = np.array([[0.0, 3.0, 1.0]], np.float32)
-    top = softmax_top5({"logits": logits})
-    assert [c for c, _ in top] == [1, 2, 0]
-    assert sum(p for _, p in top) == pytest.approx(1.0)
-    assert np.linalg.norm(unit_embedding({"e": np.array([[3.0, 4.0]])})) == pytest.approx(1.0)

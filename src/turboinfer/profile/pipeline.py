@@ -14,6 +14,7 @@ from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import DataUnavailable, InvalidInput, InvalidModel
 from turboinfer.core.types import ImagePreprocess, TextPreprocess
 from turboinfer.measure.stats import Summary, summarize
+from turboinfer.models.postprocess import softmax_top5, unit_embedding
 from turboinfer.models.preprocess import TextTokenizer, decode_pil, normalize, read_bytes, resize_and_crop
 from turboinfer.runtime.session import Session
 
@@ -53,21 +54,6 @@ class PipelineProfile:
             "inputs_used": self.inputs_used,
             "inputs_skipped": list(self.inputs_skipped),
         }
-
-
-def softmax_top5(outputs: dict[str, np.ndarray]) -> list[tuple[int, float]]:
-    """Postprocess of a classifier: softmax over the first output, top-5 (class, probability)."""
-    logits = next(iter(outputs.values()))[0].astype(np.float64)
-    probs = np.exp(logits - logits.max())
-    probs /= probs.sum()
-    top = np.argsort(probs)[::-1][:5]
-    return [(int(i), float(probs[i])) for i in top]
-
-
-def unit_embedding(outputs: dict[str, np.ndarray]) -> np.ndarray:
-    """Postprocess of an embedder: the first output, L2-normalized as float32."""
-    vector = next(iter(outputs.values()))[0].astype(np.float32)
-    return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
 def image_stages(card: ModelCard, session: Session) -> list[Stage]:

@@ -22,6 +22,7 @@ from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidInput, InvalidModel, TurboinferError
 from turboinfer.core.types import V2_DATATYPES, ImagePreprocess
 from turboinfer.models.image_pipeline import ImagePipeline
+from turboinfer.models.postprocess import softmax_top5
 from turboinfer.models.variant import sample_feeds
 from turboinfer.runtime.session import Session
 from turboinfer.serve import v2
@@ -121,7 +122,7 @@ class Server:
         worker = ModelWorker(session, batching.instances)
         batcher = Batcher(batching, worker.run_batch, partial(self.metrics.on_batch, label))
         for rows in sorted({1, batching.max_batch}):
-            await asyncio.to_thread(worker.infer, [warm_inputs(card, rows)])
+            await asyncio.to_thread(worker.infer, [sample_feeds(card, rows)])
         batcher.start()
         return worker, batcher
 
@@ -310,20 +311,12 @@ def priority_from(request: Request) -> int:
         raise InvalidInput("X-Request-Priority must be an integer") from None
 
 
-def warm_inputs(card: ModelCard, rows: int) -> dict[str, np.ndarray]:
-    """Zero inputs of `rows` rows for warm-up."""
-    return sample_feeds(card, rows)
-
-
 def image_answer(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, Any]:
     """JSON for the image route: top-5 classes for classifiers, the embedding for embedders."""
-    first = next(iter(outputs.values()))[0].astype(np.float64)
     if card.task == "classify":
-        probs = np.exp(first - first.max())
-        probs /= probs.sum()
-        top = np.argsort(probs)[::-1][:5]
-        return {"model": card.name, "top5": [{"class": int(i), "probability": float(probs[i])} for i in top]}
-    return {"model": card.name, "embedding": first.tolist()}
+        top5 = [{"class": c, "probability": p} for c, p in softmax_top5(outputs)]
+        return {"model": card.name, "top5": top5}
+    return {"model": card.name, "embedding": next(iter(outputs.values()))[0].astype(np.float64).tolist()}
 
 
 def check_servable(card: ModelCard) -> None:

@@ -17,7 +17,7 @@ from turboinfer.bench.decode import (
     compare_decoders,
     default_cases,
     fidelity_set,
-    interleaved,
+    timed_methods,
     top1_agreement,
 )
 from turboinfer.core.settings import Settings
@@ -43,7 +43,7 @@ def torchvision_parity(cases: list, spec: ImagePreprocess) -> None:
     print("\n| photo | torchvision transforms, ms | our baseline, ms | baseline / torchvision (95% CI) |")
     print("| --- | --- | --- | --- |")
     for case in cases:
-        samples = interleaved(fns, case.jpeg, rounds=200, seconds=3.0)
+        samples = timed_methods(fns, case.jpeg, rounds=200, seconds=3.0)
         ratio = paired_ratio_ci(samples["torchvision"], samples[BASELINE])
         torchvision_ms, baseline_ms = (np.median(samples[k]) * 1e3 for k in ("torchvision", BASELINE))
         print(

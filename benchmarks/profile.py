@@ -17,6 +17,7 @@ import onnxruntime as ort
 
 from turboinfer.core.settings import Settings
 from turboinfer.measure.stats import paired_ratio_ci
+from turboinfer.measure.timer import interleave
 from turboinfer.models.catalog import resolve_model
 from turboinfer.models.variant import sample_feeds
 from turboinfer.profile.run import ProfileRequest, profile_model
@@ -33,19 +34,15 @@ def profiler_overhead(path: Path, feeds: dict[str, np.ndarray], seconds: float =
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(tmp) / "p")
         profiled = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        a, b = [], []
         start = time.perf_counter()
         for session in (plain, profiled):
             session.run(None, feeds)
         rounds = max(40, min(300, int(seconds / max(time.perf_counter() - start, 1e-4))))
-        for r in range(rounds):
-            order = ((plain, a), (profiled, b)) if r % 2 else ((profiled, b), (plain, a))
-            for session, out in order:
-                start = time.perf_counter()
-                session.run(None, feeds)
-                out.append(time.perf_counter() - start)
+        samples = interleave(
+            {"plain": lambda: plain.run(None, feeds), "profiled": lambda: profiled.run(None, feeds)}, rounds
+        )
         profiled.end_profiling()
-    ratio = paired_ratio_ci(np.array(a), np.array(b))
+    ratio = paired_ratio_ci(samples["plain"], samples["profiled"])
     return f"{ratio.ratio:.3f} ({ratio.ci[0]:.3f}–{ratio.ci[1]:.3f})"
 
 

@@ -37,3 +37,19 @@ def test_time_cap():
     timing = time_call(lambda: time.sleep(0.01), TimingPolicy(min_runs=1000, max_runs=5000, max_seconds=0.1))
     assert timing.stop_reason == "time cap"
     assert 5 <= len(timing.samples_s) <= 15
+
+
+def test_interleave_rotates_the_order_and_pairs_rounds():
+    from turboinfer.measure.timer import interleave
+
+    calls: list[str] = []
+    samples = interleave({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, rounds=3)
+    assert calls == ["a", "b", "b", "a", "a", "b"]
+    assert [len(v) for v in samples.values()] == [3, 3]
+
+
+def test_interleave_runs_at_least_min_rounds_then_stops_at_the_time_cap():
+    from turboinfer.measure.timer import interleave
+
+    samples = interleave({"x": lambda: time.sleep(0.01)}, rounds=1000, max_seconds=0.0, min_rounds=4)
+    assert len(samples["x"]) == 4

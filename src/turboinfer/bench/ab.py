@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import psutil
 
 from turboinfer.measure.stats import PairedRatio, Summary, bootstrap_ci, paired_ratio_ci, summarize
+from turboinfer.measure.timer import interleave
 from turboinfer.models.variant import Variant, sample_feeds
 from turboinfer.runtime.session import Session
 
@@ -124,28 +126,24 @@ def result(loaded: Loaded, samples: np.ndarray, batch: int) -> BenchResult:
     )
 
 
-def timed(loaded: Loaded) -> float:
-    """Duration of one inference, seconds."""
-    start = time.perf_counter()
-    loaded.session.run(loaded.feeds)
-    return time.perf_counter() - start
-
-
-def keep_going(count: int, deadline: float, config: BenchConfig) -> bool:
-    """Runs left: an exact count if given, else until the deadline (at least 10)."""
+def schedule(config: BenchConfig) -> tuple[int, float, int]:
+    """interleave()'s (rounds, max_seconds, min_rounds): exactly `runs` rounds, or at least 10 and then until
+    `duration` has passed."""
     if config.runs is not None:
-        return count < config.runs
-    return count < 10 or time.perf_counter() < deadline
+        return config.runs, float("inf"), 1
+    return 10**9, config.duration, 10
+
+
+def run_once(loaded: Loaded) -> Callable[[], object]:
+    """One inference of a loaded variant on its inputs."""
+    return lambda: loaded.session.run(loaded.feeds)
 
 
 def bench_single(variant: Variant, config: BenchConfig) -> BenchResult:
     """Latency distribution, throughput and memory of one variant."""
     loaded = load(variant, config)
-    samples: list[float] = []
-    deadline = time.perf_counter() + config.duration
-    while keep_going(len(samples), deadline, config):
-        samples.append(timed(loaded))
-    return result(loaded, np.asarray(samples), config.batch)
+    samples = interleave({"a": run_once(loaded)}, *schedule(config))["a"]
+    return result(loaded, samples, config.batch)
 
 
 def verdict(ratio: PairedRatio, threshold: float, a: str, b: str) -> str:
@@ -167,14 +165,8 @@ def bench_ab(a: Variant, b: Variant, config: BenchConfig) -> ABResult:
     """
     loaded_a = load(a, config)
     loaded_b = loaded_a if b == a else load(b, config)
-    runs_a: list[float] = []
-    runs_b: list[float] = []
-    arms = ((loaded_a, runs_a), (loaded_b, runs_b))
-    deadline = time.perf_counter() + config.duration
-    while keep_going(len(runs_a), deadline, config):
-        for loaded, runs in arms if len(runs_a) % 2 == 0 else arms[::-1]:
-            runs.append(timed(loaded))
-    samples_a, samples_b = np.asarray(runs_a), np.asarray(runs_b)
+    samples = interleave({"a": run_once(loaded_a), "b": run_once(loaded_b)}, *schedule(config))
+    samples_a, samples_b = samples["a"], samples["b"]
     ratio = paired_ratio_ci(samples_a, samples_b)
     return ABResult(
         result(loaded_a, samples_a, config.batch),

@@ -7,6 +7,7 @@ import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,11 @@ from turboinfer.core.errors import DataUnavailable, InvalidInput
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.measure.stats import PairedRatio, Summary, paired_ratio_ci, summarize
+from turboinfer.measure.timer import interleave
 from turboinfer.models.augment import augmented_set
 from turboinfer.models.decoders import Decoder, available_decoders
 from turboinfer.models.image_pipeline import DecodePool, ImagePipeline
-from turboinfer.models.photos import MATE_NATURE, OPENCV_DATA, all_photos, debian_folder
+from turboinfer.models.photos import MATE_NATURE, OPENCV_DATA, all_photos, debian_folder, files_with_suffix
 from turboinfer.models.preprocess import image_tensor
 from turboinfer.runtime.session import Session
 
@@ -103,7 +105,7 @@ def default_cases(settings: Settings) -> list[DecodeCase]:
 
 def folder_cases(folder: Path) -> list[DecodeCase]:
     """One case per JPEG in folder, labelled by size."""
-    paths = sorted(p for p in folder.glob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
+    paths = files_with_suffix(folder, {".jpg", ".jpeg"}) if folder.is_dir() else []
     if not paths:
         raise DataUnavailable(f"no JPEG files in {folder}")
     cases = []
@@ -124,23 +126,13 @@ def methods(spec: ImagePreprocess) -> dict[str, Callable[[bytes], np.ndarray]]:
     return table
 
 
-def interleaved(
+def timed_methods(
     fns: dict[str, Callable[[bytes], Any]], data: bytes, rounds: int, seconds: float
 ) -> dict[str, np.ndarray]:
-    """Per-method durations (s), rotating the order each round so no method always runs first."""
-    names = list(fns)
+    """Each method warmed up once on data, then timed interleaved (at least 6 rounds, then until `seconds`)."""
     for fn in fns.values():
-        fn(data)  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    deadline = time.perf_counter() + seconds
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
-            fns[name](data)
-            samples[name].append(time.perf_counter() - start)
-        if r >= 5 and time.perf_counter() > deadline:
-            break
-    return {name: np.asarray(values) for name, values in samples.items()}
+        fn(data)
+    return interleave({name: partial(fn, data) for name, fn in fns.items()}, rounds, seconds, min_rounds=6)
 
 
 def pool_throughput(pipeline: Callable[[bytes], Any], data: bytes, threads: int, n: int) -> float:
@@ -164,7 +156,7 @@ def compare_decoders(
     results = []
     for case in cases:
         fns = methods(spec)
-        samples = interleaved(fns, case.jpeg, rounds=400, seconds=seconds)
+        samples = timed_methods(fns, case.jpeg, rounds=400, seconds=seconds)
         base = samples[BASELINE]
         batch = max(8, min(64, int(2.0 / max(float(np.median(base)), 1e-4))))
         for name, fn in fns.items():

@@ -70,3 +70,26 @@ def time_call(fn: Callable[[], object], policy: TimingPolicy | None = None) -> T
             reason = "converged"
             break
     return Timing(np.asarray(samples), first_call, reason)
+
+
+def interleave(
+    fns: dict[str, Callable[[], object]], rounds: int, max_seconds: float = float("inf"), min_rounds: int = 1
+) -> dict[str, np.ndarray]:
+    """Per-callable durations (s) over rounds in which every callable runs once, the order rotating each round
+    (two callables: AB, BA, AB, …) so drift and turbo hit all of them alike; sample i of each comes from round i.
+
+    Stops after `rounds`, or once at least `min_rounds` ran and `max_seconds` passed. No warm-up: callers do it.
+    """
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    deadline = time.perf_counter() + max_seconds
+    clock = time.perf_counter
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = clock()
+            fns[name]()
+            samples[name].append(clock() - start)
+        if r + 1 >= min_rounds and clock() > deadline:
+            break
+    return {name: np.asarray(values) for name, values in samples.items()}

@@ -102,6 +102,11 @@ def photo_sources(settings: Settings) -> list[PhotoSource]:
     return [s for s in sources if s.paths]
 
 
+def files_with_suffix(folder: Path, suffixes: set[str]) -> list[Path]:
+    """Files directly in folder whose suffix (any case) is one of suffixes, sorted by name."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+
+
 def all_photos(settings: Settings, minimum: int = 1) -> list[Path]:
     """Every real photo found, deterministic order; DataUnavailable if fewer than minimum."""
     photos = [p for source in photo_sources(settings) for p in source.paths]

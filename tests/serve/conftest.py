@@ -19,6 +19,11 @@ from turboinfer.serve.run import build_server
 TEST_LIMIT = 6 * 2**20  # 6 MiB body limit (a JSON 1x3x224x224 tensor is ~3 MB), to test 413 at the boundary
 
 
+def metric(text: str, prefix: str) -> float:
+    """Sum of the samples of the Prometheus text lines starting with prefix."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+
+
 @contextmanager
 def running(server) -> Iterator[str]:
     """Run a Server under uvicorn on a free loopback port; yield its base URL once ready."""

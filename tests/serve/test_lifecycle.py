@@ -16,6 +16,7 @@ import skimage.data
 from PIL import Image
 
 from tests.models.test_preprocess import encode
+from tests.serve.conftest import metric
 
 
 def free_port() -> int:
@@ -48,11 +49,6 @@ def wait_ready(base: str, process: subprocess.Popen, seconds: float = 120) -> No
             pass
         time.sleep(0.1)
     raise AssertionError("server never became ready")
-
-
-def metric(text: str, prefix: str) -> float:
-    """Sum of the samples of one metric family line prefix in Prometheus text."""
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
 
 
 def wait_until_arrived(base: str, count: int, seconds: float = 30) -> None:

@@ -10,7 +10,7 @@ import skimage.data
 from PIL import Image
 
 from tests.models.test_preprocess import encode
-from tests.serve.conftest import running
+from tests.serve.conftest import metric, running
 from tests.serve.test_app import call
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.labels import CAT_CLASSES
@@ -20,10 +20,6 @@ from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.run import build_server
 from turboinfer.serve.traffic import SplitConfig, agreement
-
-
-def metric(text: str, prefix: str) -> float:
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
 
 
 @pytest.fixture(scope="module")

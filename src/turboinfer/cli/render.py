@@ -22,6 +22,7 @@ from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import PairedRatio, Summary
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
+from turboinfer.report.html import ms
 from turboinfer.serve.repository import ModelServing
 
 console = Console()
@@ -97,11 +98,6 @@ def zoo_built(card: ModelCard) -> None:
         highlight=False,
     )
     print(card.card_path)
-
-
-def ms(seconds: float) -> str:
-    """Seconds as milliseconds with 3 significant digits."""
-    return f"{seconds * 1e3:.3g}"
 
 
 def latency_line(label: str, s: Summary) -> str:

@@ -5,7 +5,6 @@ Weights load with torch.load(..., weights_only=True): no pickle code runs. Nothi
 
 from __future__ import annotations
 
-import importlib.util
 import time
 import warnings
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from turboinfer.core.errors import MissingExtra, ModelNotFound
+from turboinfer.models.photos import package_dir as installed_package_dir
 from turboinfer.runtime.torch import import_torch
 
 OPSET = 17
@@ -21,11 +21,11 @@ TEXT_SAMPLE_TOKENS = (2, 16)
 
 
 def package_dir(package: str, extra: str = "torch") -> Path:
-    """Folder of an installed package, found without importing it."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    """Folder of an installed package, found without importing it; MissingExtra names the extra when absent."""
+    folder = installed_package_dir(package)
+    if folder is None:
         raise MissingExtra(package, extra)
-    return Path(next(iter(spec.submodule_search_locations)))
+    return folder
 
 
 def weights_file(name: str) -> Path:

@@ -4,7 +4,7 @@ ranked diagnosis. One function, profile_model; the CLI only parses and renders."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +17,7 @@ from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.measure.stats import Summary, summarize
 from turboinfer.measure.timer import TimingPolicy, time_call
-from turboinfer.models.photos import all_photos
+from turboinfer.models.photos import all_photos, files_with_suffix
 from turboinfer.models.sentences import real_sentences
 from turboinfer.models.variant import sample_feeds
 from turboinfer.profile.diagnose import Evidence, Recommendation, diagnose
@@ -122,7 +122,7 @@ def photos_in(folder: Path) -> list[Path]:
     """Image files in a folder (by suffix), sorted; corrupt ones are caught later and counted."""
     if not folder.is_dir():
         raise InvalidInput(f"inputs folder not found: {folder}")
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = files_with_suffix(folder, IMAGE_SUFFIXES)
     if not files:
         raise DataUnavailable(f"no image files ({', '.join(sorted(IMAGE_SUFFIXES))}) in {folder}")
     return files
@@ -179,25 +179,24 @@ def run_sweeps(card: ModelCard, request: ProfileRequest, session: Any, threads: 
     return tuple(sweeps)
 
 
-def evidence_from(report_parts: dict[str, Any], card_threads: int, isa: tuple[str, ...], usable: int) -> Evidence:
-    """Reduce the measurements to what the diagnosis rules read."""
-    pipeline: PipelineProfile | None = report_parts["pipeline"]
-    latency: Summary = report_parts["latency"]
-    sweeps: dict[str, Sweep] = {s.parameter: s for s in report_parts["sweeps"]}
-    operators: OperatorProfile | None = report_parts["operators"]
-    threads, batch, sequence = sweeps.get("threads"), sweeps.get("batch"), sweeps.get("sequence")
+def evidence_from(report: ProfileReport, threads: int, isa: tuple[str, ...], usable: int) -> Evidence:
+    """Reduce a report's measurements to what the diagnosis rules read."""
+    pipeline, latency, operators, ceilings = report.pipeline, report.model_latency, report.operators, report.ceilings
+    batch, sweep_threads, sequence = report.sweep("batch"), report.sweep("threads"), report.sweep("sequence")
     return Evidence(
         stage_shares={s.name: s.share for s in pipeline.stages} if pipeline else {},
         model_cv=latency.cv,
         first_call_penalty=latency.first_call_penalty,
-        precision=str(report_parts["precision"]),
+        precision=str(report.backend.get("precision", "fp32")),
         isa=isa,
-        int8_over_fp32=report_parts["int8_over_fp32"],
+        int8_over_fp32=ceilings.int8_gops / ceilings.peak_gflops if ceilings.int8_gops else None,
         usable_cpus=usable,
-        threads=card_threads,
+        threads=threads,
         batch_gain=batch.gain() if batch and batch.points else None,
         batch_knee=batch.knee() if batch else None,
-        thread_efficiency=threads.points[-1].extra["efficiency"] if threads and len(threads.points) > 1 else None,
+        thread_efficiency=(
+            sweep_threads.points[-1].extra["efficiency"] if sweep_threads and len(sweep_threads.points) > 1 else None
+        ),
         attention_share_longest=sequence.points[-1].extra["attention_share"] if sequence and sequence.points else None,
         longest_sequence=sequence.points[-1].value if sequence and sequence.points else None,
         memory_bound_share=operators.memory_bound_share() if operators and operators.points else None,
@@ -230,11 +229,7 @@ def profile_model(
     whole = place(card.name, "model", flops, sum(c.bytes for c in costs), latency.median, ceilings) if flops else None
     say("scaling sweeps")
     sweeps = run_sweeps(card, request, session, list(request.threads) or list(range(1, cpu.usable_cpus + 1)))
-    parts = {"pipeline": pipeline, "latency": latency, "sweeps": sweeps, "operators": operators,
-             "precision": session.describe().get("precision", "fp32"),
-             "int8_over_fp32": ceilings.int8_gops / ceilings.peak_gflops if ceilings.int8_gops else None}  # fmt: skip
-    evidence = evidence_from(parts, request.options.intra_threads, cpu.isa, cpu.usable_cpus)
-    return ProfileReport(
+    report = ProfileReport(
         model=card.name,
         backend=session.describe(),
         model_latency=latency,
@@ -245,6 +240,8 @@ def profile_model(
         whole_model=whole,
         ceilings=ceilings,
         sweeps=sweeps,
-        recommendations=tuple(diagnose(evidence)),
+        recommendations=(),
         environment=environment_capsule(settings={"backend": request.backend, **request.options.to_dict()}),
     )
+    evidence = evidence_from(report, request.options.intra_threads, cpu.isa, cpu.usable_cpus)
+    return replace(report, recommendations=tuple(diagnose(evidence)))

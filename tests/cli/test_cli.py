@@ -105,3 +105,22 @@ def test_bench_http_unreachable_is_a_one_line_error():
     result = run("bench", "--http", "http://127.0.0.1:9/v1/models/m/image", "--rate", "10", "--duration", "1")
     assert result.returncode == 2 and "cannot reach" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_bench_and_serve_argument_errors_fail_before_any_work(effnet, tmp_path):
+    store = tmp_path / "h.sqlite"
+    cases = [
+        (("bench", "efficientnet-lite0", "--no-history", "--baseline", "1"), "needs a history file"),
+        (("bench", "efficientnet-lite0", "--history", str(store), "--baseline", "99"), "no run 99"),
+        (("bench", "--http", "http://127.0.0.1:9/x", "--body", "v2-json", "--rate", "1"), "V2 bodies need --model"),
+        (("serve", "efficientnet-lite0", "--canary", "a", "--shadow", "b"), "not both"),
+        (("serve", "efficientnet-lite0", "--overload-status", "500"), "429 or 503"),
+    ]
+    for args, message in cases:
+        result = run(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    from turboinfer.bench.history import runs
+
+    assert runs(store) == []  # the unknown baseline was refused before anything was measured or stored

@@ -47,18 +47,21 @@ def run_bench(
     a: Variant, b: Variant | None, config: BenchConfig, history_path: Path | None,
     baseline: int | None = None, fail_if_slower: float = 0.05,
 ) -> BenchOutcome:  # fmt: skip
-    """Measure, store every result in history (when a path is given), then apply the regression gate."""
+    """Measure, store every result in history (when a path is given), then apply the regression gate.
+
+    The baseline is looked up before anything is measured or stored, so a wrong id costs nothing.
+    """
+    if baseline is not None and history_path is None:
+        raise InvalidInput("--baseline needs a history file")
+    baseline_run = history.get_run(history_path, baseline) if baseline is not None and history_path else None
     environment = environment_capsule(settings={"batch": config.batch, "duration": config.duration})
     ab, single = (bench_ab(a, b, config), None) if b is not None else (None, bench_single(a, config))
     results = [ab.a, ab.b] if ab else [single] if single else []
     measured = results[-1]  # B in an A/B: the candidate the gate judges
     ids = tuple(history.record(history_path, r.to_dict(), environment) for r in results) if history_path else ()
     gate = None
-    if baseline is not None:
-        if history_path is None:
-            raise InvalidInput("--baseline needs a history file")
-        current = np.asarray(measured.samples_s)
-        gate = history.regression_gate(history.get_run(history_path, baseline), current, fail_if_slower)
+    if baseline_run is not None:
+        gate = history.regression_gate(baseline_run, np.asarray(measured.samples_s), fail_if_slower)
     return BenchOutcome(single, ab, ids, gate, environment)
 
 

@@ -174,8 +174,10 @@ def fidelity_set(settings: Settings, size: int = 300, seed: int = 1) -> list[byt
     return [p.read_bytes() for p in photos][:size] + [a.jpeg for a in extra]
 
 
-def top1_agreement(session: Session, spec: ImagePreprocess, items: list[bytes], decoder: Decoder) -> float:
-    """Share of items whose top-1 class through the fast pipeline equals the reference pipeline's."""
+def top1_agreement(
+    session: Session, spec: ImagePreprocess, items: list[bytes], decoder: Decoder, oversample: float = 2.0
+) -> float:
+    """Share of items whose top-1 class through the fast pipeline (at this oversampling) equals the reference's."""
     name = session.inputs[0].name
 
     def top1(batch: np.ndarray) -> np.ndarray:
@@ -183,7 +185,7 @@ def top1_agreement(session: Session, spec: ImagePreprocess, items: list[bytes], 
         return np.concatenate([next(iter(c.values())).argmax(1) for c in chunks])
 
     reference = top1(np.stack([image_tensor(data, spec) for data in items]))
-    with DecodePool(ImagePipeline(spec, decoder), threads=2) as pool:
+    with DecodePool(ImagePipeline(spec, decoder, oversample), threads=2) as pool:
         result = pool.batch(items)
     if result.failed:
         raise InvalidInput(f"{len(result.failed)} items failed the fast path: {next(iter(result.failed.values()))}")

@@ -37,6 +37,9 @@ def cat_jpeg() -> bytes:
 
 
 ZEROS = np.zeros((1, 3, 224, 224), np.float32)
+BINARY_HEADER = json.dumps({"inputs": [{"name": "image", "shape": [1, 3, 224, 224], "datatype": "FP32",
+                                        "parameters": {"binary_data_size": ZEROS.nbytes}}]}).encode()  # fmt: skip
+BINARY_TOO_SHORT = BINARY_HEADER + ZEROS.tobytes()[:1000]
 
 
 def v2_body(array: np.ndarray, request_id: str = "r-1", **extra) -> bytes:
@@ -127,6 +130,10 @@ def test_image_route(served, cat_jpeg):
         ("infer", v2_body(ZEROS, outputs=[{"name": "nope"}]), {}, 400, "unknown output"),
         ("infer", v2_body(ZEROS), {"X-Request-Timeout-Ms": "0"}, 504, "deadline"),
         ("infer", v2_body(ZEROS), {"X-Request-Priority": "high"}, 400, "X-Request-Priority"),
+        ("infer", v2_body(ZEROS), {"X-Request-Timeout-Ms": "soon"}, 400, "X-Request-Timeout-Ms"),
+        ("infer", b"{}", {"Inference-Header-Content-Length": "two"}, 400, "must be an integer"),
+        ("infer", BINARY_TOO_SHORT, {"Inference-Header-Content-Length": str(len(BINARY_HEADER))}, 400,
+         "runs past the body"),
     ],
 )  # fmt: skip
 def test_bad_requests_get_precise_4xx_and_the_server_keeps_serving(

@@ -27,6 +27,8 @@ OPENCV_PHOTOS = (
 
 MATE_NATURE = "usr/share/backgrounds/mate/nature"
 OPENCV_DATA = "usr/share/doc/opencv-doc/examples/data"
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
+"""File suffixes read as photos from a user's folder."""
 FOOLBOX_NAME = re.compile(r"imagenet_\d+_(\d+)\.jpg$")
 
 

@@ -17,7 +17,7 @@ from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.measure.stats import Summary, summarize
 from turboinfer.measure.timer import TimingPolicy, time_call
-from turboinfer.models.photos import all_photos, files_with_suffix
+from turboinfer.models.photos import IMAGE_SUFFIXES, all_photos, files_with_suffix
 from turboinfer.models.sentences import real_sentences
 from turboinfer.models.variant import sample_feeds
 from turboinfer.profile.diagnose import Evidence, Recommendation, diagnose
@@ -30,7 +30,6 @@ from turboinfer.runtime.profiling import node_runs
 from turboinfer.runtime.session import SessionOptions, open_session
 from turboinfer.runtime.shapes import observed_shapes
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
 PipelineKind = Literal["auto", "image", "text", "none"]
 Progress = Callable[[str], None]
 

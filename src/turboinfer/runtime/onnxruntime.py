@@ -52,6 +52,7 @@ def session_options(options: SessionOptions) -> ort.SessionOptions:
     so.inter_op_num_threads = options.inter_threads
     so.execution_mode = ort.ExecutionMode.ORT_PARALLEL if options.parallel else ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spin else "0")
     return so
 
 
@@ -90,3 +91,8 @@ class OrtSession:
             "precision": "as stored in the graph",
             "options": self.options.to_dict(),
         }
+
+
+def has_cuda() -> bool:
+    """True when this onnxruntime build offers the CUDA execution provider (a GPU may still be absent)."""
+    return PROVIDERS["cuda"] in ort.get_available_providers()

@@ -1,0 +1,1 @@
+"""Optimize: passes, the accuracy oracle, ask/tell search under a hard accuracy budget, and the decision log."""

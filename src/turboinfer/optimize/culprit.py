@@ -1,0 +1,91 @@
+"""The culprit finder for ONNX Runtime QDQ models: which nodes' quantization breaks the budget, and the fewest
+nodes to keep in float that restore it.
+
+1. Rank (passes.quantize.rank_nodes): run the float and the QDQ model on calibration inputs and compare
+   every intermediate tensor (ORT's qdq_loss_debug); a node's score is how much signal-to-quantization-noise
+   (dB) it loses between its inputs and its output in the quantized model.
+2. Search: keep the top 1, 2, 4, … ranked nodes in float until the task metric fits, then bisect down to the
+   fewest. Every step re-quantizes (cached) and is measured on the tuning split, never the evaluation split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from turboinfer.optimize.plan import Candidate, Step
+
+
+@dataclass
+class CulpritSearch:
+    """The nodes kept in float and every trial on the way."""
+
+    ranked: list[tuple[str, float]]
+    trials: list[dict[str, float]] = field(default_factory=list)
+    """Each trial: nodes kept in float (count) and the tuning metric it reached."""
+    nodes: tuple[str, ...] = ()
+    """The fewest nodes found that restore the budget; empty when none did."""
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return {"ranked": [[n, round(s, 2)] for n, s in self.ranked[:20]], "trials": self.trials,
+                "nodes": list(self.nodes), "restored": bool(self.nodes)}  # fmt: skip
+
+
+def with_float_nodes(candidate: Candidate, nodes: tuple[str, ...]) -> Candidate:
+    """The candidate with its static-quantization step keeping nodes in float."""
+    steps = tuple(
+        Step(s.name, {**s.config, "exclude_nodes": list(nodes)}) if s.name == "ort-int8-static" else s
+        for s in candidate.steps
+    )
+    return replace(candidate, steps=steps)
+
+
+def counts(total: int) -> Iterator[int]:
+    """1, 2, 4, … and finally total."""
+    k = 1
+    while k < total:
+        yield k
+        k *= 2
+    yield total
+
+
+def find_culprits(
+    candidate: Candidate,
+    ranked: list[tuple[str, float]],
+    metric: Callable[[Candidate], float],
+    least: float,
+    max_trials: int = 12,
+) -> CulpritSearch:
+    """Keep the fewest top-ranked nodes in float so that metric(candidate) ≥ least (doubling, then bisection)."""
+    search = CulpritSearch(ranked)
+    names = [name for name, _ in ranked]
+
+    def fits(k: int) -> bool:
+        value = metric(with_float_nodes(candidate, tuple(names[:k])))
+        search.trials.append({"float_nodes": k, "metric": value})
+        return value >= least
+
+    low, high = 0, None  # low: most nodes known not to fit; high: fewest known to fit
+    for k in counts(len(names)):
+        if len(search.trials) >= max_trials:
+            break
+        if fits(k):
+            high = k
+            break
+        low = k
+    while high is not None and high - low > 1 and len(search.trials) < max_trials:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    if high is not None:
+        search.nodes = tuple(names[:high])
+    return search
+
+
+def static_int8_candidates(outcomes: list[tuple[Candidate, float | None, bool]]) -> Candidate | None:
+    """Among (candidate, ratio, fits) rows, the fastest ORT static-INT8 candidate that broke the budget."""
+    broken = [(r if r is not None else np.inf, c) for c, r, ok in outcomes
+              if not ok and c.steps and c.steps[-1].name == "ort-int8-static"]  # fmt: skip
+    return min(broken, key=lambda item: item[0])[1] if broken else None

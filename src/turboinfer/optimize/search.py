@@ -1,0 +1,167 @@
+"""Ask/tell search over candidates, and the default search space for a model on this machine.
+
+A strategy only proposes (ask) and listens (tell); the runner measures. The budget is a hard constraint: a
+strategy refines only candidates that were told to fit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+
+from turboinfer.core.card import ModelCard
+from turboinfer.hardware.probe import CpuInfo
+from turboinfer.optimize.passes.session import SessionTuningConfig, tuned_options
+from turboinfer.optimize.plan import Candidate, Outcome, Plan, Step
+from turboinfer.runtime.session import SessionOptions
+
+INT8_ISA = ("avx512_vnni", "avx_vnni", "amx_int8")
+BF16_ISA = ("avx512_bf16", "amx_bf16")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A candidate left out before measuring, and why."""
+
+    candidate: Candidate
+    reason: str
+
+
+class Strategy(Protocol):
+    """Proposes candidates one at a time and learns from their outcomes."""
+
+    def ask(self) -> Candidate | None:
+        """The next candidate to measure, or None when done."""
+        ...
+
+    def tell(self, outcome: Outcome) -> None:
+        """The measured outcome of a candidate this strategy proposed."""
+        ...
+
+
+class Exhaustive:
+    """Every candidate of a fixed list, in order."""
+
+    def __init__(self, candidates: Iterable[Candidate]) -> None:
+        self._queue = list(candidates)
+
+    def ask(self) -> Candidate | None:
+        """The next candidate of the list."""
+        return self._queue.pop(0) if self._queue else None
+
+    def tell(self, outcome: Outcome) -> None:
+        """Exhaustive search ignores outcomes."""
+
+
+class RandomSearch(Exhaustive):
+    """`trials` candidates drawn without replacement (seeded); the first candidate (the original) always runs."""
+
+    def __init__(self, candidates: Iterable[Candidate], trials: int, seed: int = 0) -> None:
+        pool = list(candidates)
+        rng = np.random.default_rng(seed)
+        drawn = rng.permutation(max(0, len(pool) - 1))[: max(0, trials - 1)] + 1
+        super().__init__([pool[0], *(pool[int(i)] for i in drawn)] if pool else [])
+
+
+class Staged(Exhaustive):
+    """Stage 1: the given candidates. Stage 2: the fastest one inside the budget, refined — normalization
+    folded in (image models), thread counts within the CPU quota, and batch sizes for throughput."""
+
+    def __init__(self, candidates: Iterable[Candidate], refine: RefineSpace) -> None:
+        super().__init__(candidates)
+        self._refine = refine
+        self._best: Outcome | None = None
+        self._refined = False
+
+    def ask(self) -> Candidate | None:
+        """Stage-1 candidates, then the refinements of the best."""
+        if not self._queue and not self._refined and self._best is not None:
+            self._refined = True
+            self._queue = self._refine.around(self._best.candidate)
+        return super().ask()
+
+    def tell(self, outcome: Outcome) -> None:
+        """Keep the fastest candidate that fits the budget."""
+        if outcome.status in ("rejected", "failed", "skipped") or outcome.ratio is None:
+            return
+        if self._best is None or self._best.ratio is None or outcome.ratio < self._best.ratio:
+            self._best = outcome
+
+
+@dataclass(frozen=True)
+class RefineSpace:
+    """How stage 2 varies a good candidate."""
+
+    cpu: CpuInfo
+    fold: bool
+    batches: tuple[int, ...] = ()
+
+    def around(self, best: Candidate) -> list[Candidate]:
+        """Variants of best: folded normalization, other thread counts, other batch sizes."""
+        out = []
+        if self.fold and not any(s.name == "fold-normalize" for s in best.steps):
+            out.append(replace(best, steps=(Step("fold-normalize"), *best.steps)))
+        out += [replace(best, options=o) for o in tuned_options(best.options, self.cpu, SessionTuningConfig())]
+        out += [replace(best, batch=b) for b in self.batches if b != best.batch]
+        return out
+
+
+def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tuple[list[Candidate], list[Skipped]]:
+    """Stage-1 candidates for card on this machine, and those skipped up front with the reason."""
+    base = SessionOptions(intra_threads=cpu.usable_cpus)
+    ov, budget = replace(base, precision="fp32"), plan.budget
+    candidates = [
+        Candidate((), "ort", base),
+        Candidate((Step("onnxslim"),), "ort", base),
+        Candidate((), "openvino", ov),
+    ]
+    bf16 = [Candidate((), "openvino", replace(ov, precision="bf16"))]
+    nncf = [
+        Candidate((Step("nncf-int8"),), "openvino", ov),
+        Candidate((Step("nncf-int8", {"preset": "mixed"}),), "openvino", ov),
+        Candidate((Step("nncf-int8", {"accuracy_control": True, "max_drop": budget}),), "openvino", ov),
+    ]
+    if card.task == "embed":
+        int8 = [
+            Candidate((Step("ort-int8-dynamic"),), "ort", base),
+            Candidate((Step("ort-fusion"), Step("ort-int8-dynamic")), "ort", base),
+            *nncf,
+            Candidate((Step("nncf-int8"),), "openvino", replace(ov, precision="bf16")),
+        ]
+        candidates.append(Candidate((Step("ort-fusion"),), "ort", base))
+    else:
+        int8 = [
+            Candidate((Step("ort-int8-static"),), "ort", base),
+            Candidate((Step("ort-int8-static", {"calibration": "percentile"}),), "ort", base),
+            *nncf,
+        ]
+    skipped: list[Skipped] = []
+    if any(flag in cpu.isa for flag in INT8_ISA) or plan.strategy != "staged":
+        candidates += int8
+    else:
+        reason = "INT8 cannot pay on this CPU: no VNNI or AMX (u8×s8 without VNNI saturates and is slow)"
+        skipped += [Skipped(c, reason) for c in int8]
+    if any(flag in cpu.isa for flag in BF16_ISA):
+        candidates += bf16
+    else:
+        skipped += [Skipped(c, "no BF16 units (AMX or AVX512-BF16): OpenVINO would silently run f32") for c in bf16]
+    fp16 = Candidate((Step("fp16"),), "ort", replace(base, provider="cuda"))
+    if cuda:
+        candidates.append(fp16)
+    else:
+        skipped.append(Skipped(fp16, "FP16 needs a GPU (no CUDA provider here); CPUs emulate it slowly"))
+    for model in plan.swap:
+        candidates += [Candidate((), "ort", base, model=model), Candidate((), "openvino", ov, model=model)]
+    return candidates, skipped
+
+
+def make_strategy(plan: Plan, candidates: list[Candidate], refine: RefineSpace) -> Strategy:
+    """The plan's strategy over candidates (the original first)."""
+    if plan.strategy == "random":
+        return RandomSearch(candidates, plan.trials, plan.seed)
+    if plan.strategy == "exhaustive":
+        return Exhaustive(candidates)
+    return Staged(candidates, refine)

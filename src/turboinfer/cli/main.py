@@ -14,11 +14,15 @@ from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
-from turboinfer.core.errors import TurboinferError
+from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.models.variant import parse_variant
+from turboinfer.optimize import artifacts
+from turboinfer.optimize.plan import Plan, load_plan, quick_plan
+from turboinfer.optimize.run import run as run_optimize
+from turboinfer.optimize.search import expand
 from turboinfer.profile.machine import run_probe
 from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
 from turboinfer.report.html import history_html, profile_html
@@ -130,14 +134,12 @@ def bench_decode(
         )
 
 
-def percent(text: str) -> float:
+def percent(text: str, option: str = "--fail-if-slower") -> float:
     """Parse "5%" or "0.05" into 0.05."""
     try:
         return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise typer.BadParameter(
-            f"expected a percentage like 5%, got {text!r}", param_hint="--fail-if-slower"
-        ) from None
+        raise typer.BadParameter(f"expected a percentage like 5%, got {text!r}", param_hint=option) from None
 
 
 @app.command()
@@ -189,6 +191,53 @@ def bench(
         render.write_json(json_path, outcome.to_dict())
     if outcome.gate is not None and outcome.gate.failed:
         raise history.Regression(outcome.gate.message)
+
+
+@app.command()
+def optimize(
+    model: Annotated[str, typer.Argument(help="Zoo name, ModelCard (.card.json) or ONNX path.")],
+    inputs: Annotated[Path | None, typer.Option(help="Folder of real photos (default: packaged photos).")] = None,
+    budget: Annotated[str, typer.Option(help="Allowed fidelity drop, e.g. 1% (top-1 agreement / cosine).")] = "1%",
+    objective: Annotated[str, typer.Option(help="latency (at --batch) or throughput (items/s).")] = "latency",
+    batch: Annotated[int, typer.Option(min=1)] = 1,
+    swap: Annotated[list[str] | None, typer.Option(help="A lighter model to try instead (repeatable).")] = None,
+    strategy: Annotated[str, typer.Option(help="staged, exhaustive or random.")] = "staged",
+    trials: Annotated[int, typer.Option(min=1, help="Candidates the random strategy draws.")] = 12,
+    metric: Annotated[str | None, typer.Option(help="Your metric, module:function(reference, candidate).")] = None,
+    metric_min: Annotated[float | None, typer.Option(help="Least value of --metric.")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="A plan file (YAML/JSON): its fields replace the options; MODEL, --quick apply.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for the chosen variant, decision log and report.")] = Path(
+        "out/optimize"
+    ),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan (JSON) with its candidates; run nothing.")
+    ] = False,
+    quick: Annotated[bool, typer.Option(help="Few inputs, short timing, no slow candidates (about a minute).")] = False,
+) -> None:
+    """Search passes, backends and options; keep the fastest variant inside the accuracy budget, explained."""
+    fields = {
+        "model": model, "inputs": str(inputs) if inputs else None, "budget": percent(budget, "--budget"),
+        "objective": objective, "batch": batch, "swap": swap or [], "strategy": strategy, "trials": trials,
+        "metric": metric, "metric_min": metric_min, "out_dir": str(out),
+    }  # fmt: skip
+    plan = load_plan(config, {"model": model}) if config else Plan.from_dict(fields)
+    plan = quick_plan(plan) if quick else plan
+    env = settings()
+    if dry_run:
+        render.console.print_json(expand(plan, env).to_json())
+        return
+    with render.progress() as step:
+        result = run_optimize(plan, env, progress=lambda label, done: step(f"[{done + 1}] {label}"))
+    files = artifacts.save(result, Path(plan.out_dir))
+    render.optimize_result(result)
+    for path in files.values():
+        render.console.print(f"wrote {path}")
+    if not result.budget_met:
+        raise BudgetExceeded(
+            f"no optimized candidate keeps the budget ({plan.budget:.2%}); the original is returned: {files['variant']}"
+        )
 
 
 @app.command("history")

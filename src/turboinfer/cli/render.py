@@ -20,6 +20,7 @@ from turboinfer.bench.loadgen import LoadResult
 from turboinfer.bench.run import BenchOutcome
 from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import PairedRatio, Summary
+from turboinfer.optimize.run import OptimizeResult
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
 from turboinfer.report.html import ms
@@ -244,3 +245,26 @@ def serving(host: str, port: int, served: list[ModelServing]) -> None:
     """Say what is being served where."""
     labels = [s.variant.label + (f" + {s.split.mode} {s.second.label}" if s.second and s.split else "") for s in served]
     console.print(f"serving {', '.join(labels)} on http://{host}:{port} (KServe V2 under /v2, metrics at /metrics)")
+
+
+def optimize_result(result: OptimizeResult) -> None:
+    """The decision log as a table, then the choice and its reason."""
+    table = Table(title=f"candidates for {result.plan.model} (time per item vs the original, interleaved)")
+    for column in ("candidate", "status", "speed-up", "ratio 95% CI", "fidelity", "reason"):
+        table.add_column(column, justify="left" if column in ("candidate", "status", "reason") else "right")
+    for o in result.outcomes:
+        main = o.fidelity.get("top1_agreement", o.fidelity.get("cosine_mean"))
+        table.add_row(
+            escape(o.candidate.label), o.status, f"{1 / o.ratio:.2f}×" if o.ratio else "—",
+            f"{o.ratio_ci[0]:.2f}–{o.ratio_ci[1]:.2f}" if o.ratio_ci else "—",
+            f"{main:.4f}" if main is not None else "—", escape(o.reason),
+        )  # fmt: skip
+    console.print(table)
+    if result.culprits:
+        trials = ", ".join(f"{t['float_nodes']}→{t['metric']:.3f}" for t in result.culprits["trials"])
+        console.print(f"culprit finder on {escape(result.culprits['candidate'])}: nodes in float → metric: {trials}")
+    if result.true_top1:
+        console.print(f"true top-1 on labelled photos: original {result.true_top1['original']:.2f}, "
+                      f"chosen {result.true_top1['chosen']:.2f}")  # fmt: skip
+    console.print(f"[bold]chosen:[/] {escape(result.chosen.candidate.label)} — {escape(result.chosen.reason)}")
+    console.print(f"searched {len(result.outcomes)} candidates in {result.seconds:.0f} s")

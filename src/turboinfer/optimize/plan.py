@@ -109,6 +109,8 @@ class Plan:
     metric: str | None = None
     """A user metric "module:function" (reference outputs, candidate outputs) → float."""
     metric_min: float | None = None
+    quick: bool = False
+    """A short run for demos and tests: few inputs, short timing, no slow candidates, no culprit search."""
     space: tuple[Candidate, ...] = ()
     """Explicit candidates; empty = the default space for this model and machine."""
     out_dir: str = "out/optimize"
@@ -153,6 +155,11 @@ class Plan:
         if not 0 <= self.budget < 1:
             raise InvalidInput(f"budget is an allowed drop between 0 and 1, got {self.budget}")
         return self
+
+
+def quick_plan(plan: Plan) -> Plan:
+    """The plan cut down to a short run (about a minute for EfficientNet-Lite0 on 2 cores)."""
+    return replace(plan, quick=True, n_evaluation=100, n_calibration=32, seconds_per_candidate=1.0, culprits=False)
 
 
 def load_plan(path: Path, overrides: dict[str, Any] | None = None) -> Plan:

@@ -28,8 +28,7 @@ from turboinfer.optimize.passes import make_pass
 from turboinfer.optimize.passes.base import PassContext, apply_pass, model_bytes
 from turboinfer.optimize.passes.quantize import rank_nodes
 from turboinfer.optimize.plan import Candidate, Outcome, Plan
-from turboinfer.optimize.search import RefineSpace, Skipped, default_space, make_strategy
-from turboinfer.runtime.onnxruntime import has_cuda
+from turboinfer.optimize.search import RefineSpace, make_strategy, space_for
 from turboinfer.runtime.session import Session, SessionOptions
 
 Progress = Callable[[str, int], None]
@@ -190,12 +189,7 @@ def run(plan: Plan, settings: Settings, progress: Progress | None = None) -> Opt
     start = time.perf_counter()
     plan = plan.checked()
     optimizer = Optimizer(plan, settings)
-    skipped: list[Skipped] = []
-    if plan.space:
-        candidates = list(plan.space)
-    else:
-        candidates, skipped = default_space(optimizer.card, optimizer.cpu, plan, has_cuda())
-    candidates = [optimizer.original, *(c for c in candidates if c != optimizer.original)]
+    candidates, skipped = space_for(optimizer.card, optimizer.cpu, plan)
     batches_to_try = (max(1, plan.batch // 2), plan.batch * 2) if plan.objective == "throughput" else ()
     image = isinstance(optimizer.card.preprocess, ImagePreprocess)
     strategy = make_strategy(plan, candidates, RefineSpace(optimizer.cpu, image, batches_to_try))

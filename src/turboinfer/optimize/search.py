@@ -13,9 +13,12 @@ from typing import Protocol
 import numpy as np
 
 from turboinfer.core.card import ModelCard
-from turboinfer.hardware.probe import CpuInfo
+from turboinfer.core.settings import Settings
+from turboinfer.hardware.probe import CpuInfo, probe_cpu
+from turboinfer.models.catalog import resolve_model
 from turboinfer.optimize.passes.session import SessionTuningConfig, tuned_options
 from turboinfer.optimize.plan import Candidate, Outcome, Plan, Step
+from turboinfer.runtime.onnxruntime import has_cuda
 from turboinfer.runtime.session import SessionOptions
 
 INT8_ISA = ("avx512_vnni", "avx_vnni", "amx_int8")
@@ -124,6 +127,8 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
         Candidate((Step("nncf-int8", {"preset": "mixed"}),), "openvino", ov),
         Candidate((Step("nncf-int8", {"accuracy_control": True, "max_drop": budget}),), "openvino", ov),
     ]
+    if plan.quick:  # leave out the slow ones: accuracy control re-evaluates many times
+        nncf = nncf[:1]
     if card.task == "embed":
         int8 = [
             Candidate((Step("ort-int8-dynamic"),), "ort", base),
@@ -133,11 +138,8 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
         ]
         candidates.append(Candidate((Step("ort-fusion"),), "ort", base))
     else:
-        int8 = [
-            Candidate((Step("ort-int8-static"),), "ort", base),
-            Candidate((Step("ort-int8-static", {"calibration": "percentile"}),), "ort", base),
-            *nncf,
-        ]
+        percentile = Candidate((Step("ort-int8-static", {"calibration": "percentile"}),), "ort", base)
+        int8 = [Candidate((Step("ort-int8-static"),), "ort", base), *nncf, *([] if plan.quick else [percentile])]
     skipped: list[Skipped] = []
     if any(flag in cpu.isa for flag in INT8_ISA) or plan.strategy != "staged":
         candidates += int8
@@ -156,6 +158,19 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
     for model in plan.swap:
         candidates += [Candidate((), "ort", base, model=model), Candidate((), "openvino", ov, model=model)]
     return candidates, skipped
+
+
+def space_for(card: ModelCard, cpu: CpuInfo, plan: Plan) -> tuple[list[Candidate], list[Skipped]]:
+    """The plan's own space, or the default one; the original always first."""
+    candidates, skipped = (list(plan.space), []) if plan.space else default_space(card, cpu, plan, has_cuda())
+    original = Candidate((), "ort", SessionOptions(intra_threads=cpu.usable_cpus))
+    return [original, *(c for c in candidates if c != original)], skipped
+
+
+def expand(plan: Plan, settings: Settings) -> Plan:
+    """The plan with its candidate space written out (what --dry-run prints and run would try in stage 1)."""
+    candidates, _ = space_for(resolve_model(plan.model, settings), probe_cpu(), plan)
+    return replace(plan, space=tuple(candidates))
 
 
 def make_strategy(plan: Plan, candidates: list[Candidate], refine: RefineSpace) -> Strategy:

@@ -146,3 +146,51 @@ def history_html(rows: list[dict[str, Any]]) -> str:
     )  # fmt: skip
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer history</title>
 <style>{STYLE}</style></head><body><h1>Bench history</h1>{charts or "<p>No runs yet.</p>"}{table_html}</body></html>"""
+
+
+def optimize_html(data: dict[str, Any]) -> str:
+    """The optimizer's report: the choice, the Pareto plot and the decision log, from the result's to_dict()."""
+    plan, chosen, outcomes = data["plan"], data["chosen"], data["outcomes"]
+    task: dict[str, float] = next((o["fidelity"] for o in outcomes if o["fidelity"]), {})
+    key = "top1_agreement" if "top1_agreement" in task else "cosine_mean"
+    least = 1 - plan["budget"]
+    points = [
+        (1 / o["ratio"], o["fidelity"][key], "chosen" if o["status"] == "chosen" else "", o["status"] != "rejected")
+        for o in outcomes
+        if o["ratio"] and key in o["fidelity"]
+    ]
+    chart = plots.pareto(points, least, key.replace("_", " "), "speed against fidelity")
+    rows = [
+        [o["label"], o["status"], f"{1 / o['ratio']:.2f}×" if o["ratio"] else "—",
+         f"{o['ratio_ci'][0]:.2f}–{o['ratio_ci'][1]:.2f}" if o["ratio_ci"] else "—", ms(o["median_s"]),
+         f"{o['fidelity'].get(key, float('nan')):.4f}" if o["fidelity"] else "—",
+         f"{o['size_bytes'] / 2**20:.1f}" if o["size_bytes"] else "—", o["precision"], o["reason"]]
+        for o in outcomes
+    ]  # fmt: skip
+    culprits = data.get("culprits")
+    culprit_html = (
+        f"<h2>Culprit finder</h2><p>On {html.escape(culprits['candidate'])}: trials (nodes in float → metric) "
+        + html.escape(", ".join(f"{t['float_nodes']} → {t['metric']:.3f}" for t in culprits["trials"]))
+        + (f"; restored with {len(culprits['nodes'])} nodes in float.</p>" if culprits["restored"] else
+           "; no subset tried restored the budget.</p>")
+        if culprits else ""
+    )  # fmt: skip
+    top1 = data.get("true_top1") or {}
+    truth = (
+        f"<p>True top-1 on the labelled ImageNet photos: original {top1['original']:.2f}, "
+        f"chosen {top1['chosen']:.2f}.</p>"
+        if top1 else ""
+    )  # fmt: skip
+    model = html.escape(plan["model"])
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer optimize: {model}</title>
+<style>{STYLE}</style></head><body>
+<h1>Optimizing {model}</h1>
+<p class=muted>{html.escape(data["machine"]["cpu"])} · objective {plan["objective"]} at batch {plan["batch"]} · budget:
+{html.escape(key.replace("_", " "))} ≥ {least:.3f} · {data["inputs"]["evaluation"]} evaluation and
+{data["inputs"]["calibration"]} calibration inputs from disjoint sources · {data["seconds"]:.0f} s</p>
+<div class="rec"><b>{html.escape(chosen["label"])}</b><br>{html.escape(chosen["reason"])}</div>{truth}
+{image(chart, "Pareto plot")}
+<h2>Decision log</h2>
+{table(["candidate", "status", "speed-up", "ratio CI", "median ms", key, "MiB", "precision", "reason"], rows)}
+{culprit_html}
+</body></html>"""

@@ -77,3 +77,23 @@ def roofline(points: Sequence[tuple[float, float, str]], peak_gflops: float, ban
     axes.legend()
     axes.grid(alpha=0.3, which="both")
     return to_data_uri(figure)
+
+
+def pareto(points: Sequence[tuple[float, float, str, bool]], least: float, xlabel: str, title: str) -> str:
+    """Speed-up (×, higher is faster) against fidelity, one point per candidate: filled when inside the budget,
+    hollow when not; the budget's least fidelity as a dashed line; the chosen point labelled."""
+    figure = Figure(figsize=(6.8, 4.4))
+    axes = figure.subplots()
+    for speedup, fid, label, fits in points:
+        face = "#3b6ea8" if fits else "none"
+        axes.scatter([fid], [speedup], s=46, facecolors=face, edgecolors="#3b6ea8", zorder=3)
+        if label:
+            axes.annotate(label, (fid, speedup), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    axes.axvline(least, color="#c0392b", linestyle="--", label="budget")
+    axes.axhline(1.0, color="grey", linewidth=0.8)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("speed-up over the original, ×")
+    axes.set_title(title)
+    axes.legend()
+    axes.grid(alpha=0.3)
+    return to_data_uri(figure)

@@ -37,7 +37,7 @@ def prepared(card: ModelCard, folder: Path) -> Path:
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     target = folder / "prepared.onnx"
-    quant_pre_process(str(card.onnx_path), str(target), skip_symbolic_shape=card.task != "embed")
+    quant_pre_process(str(card.onnx_path), str(target), skip_symbolic_shape=True)  # ORT's symbolic pass fails on MiniLM
     return target
 
 

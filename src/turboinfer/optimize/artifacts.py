@@ -1,0 +1,34 @@
+"""What an optimization run leaves behind: the chosen variant (ready for `turboinfer serve`), the decision log
+(JSON) and the HTML report with the Pareto plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from turboinfer.core.card import load_card
+from turboinfer.models.variant import VARIANT_SUFFIX, Variant, save_variant
+from turboinfer.optimize.run import OptimizeResult
+from turboinfer.report.html import optimize_html
+
+
+def chosen_variant(result: OptimizeResult) -> Variant:
+    """The chosen candidate as a Variant over its cached card."""
+    chosen = result.chosen
+    card = load_card(Path(chosen.card_path))
+    return Variant(card, chosen.candidate.backend, chosen.candidate.options)
+
+
+def save(result: OptimizeResult, out_dir: Path) -> dict[str, str]:
+    """Write chosen.variant.json, decision-log.json and report.html into out_dir; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {
+        "variant": str(save_variant(chosen_variant(result), out_dir / f"chosen{VARIANT_SUFFIX}")),
+        "decision_log": str(out_dir / "decision-log.json"),
+        "report": str(out_dir / "report.html"),
+    }
+    result.files = files
+    data = result.to_dict()
+    Path(files["decision_log"]).write_text(json.dumps(data, indent=2, default=str))
+    Path(files["report"]).write_text(optimize_html(data))
+    return files

@@ -9,8 +9,9 @@ from turboinfer.hardware.probe import CpuInfo
 from turboinfer.optimize.plan import Candidate, Outcome, Plan, Step
 from turboinfer.optimize.search import Exhaustive, RandomSearch, RefineSpace, Staged, default_space
 
-IMAGE = ModelCard("net", "classify", Path("m.onnx"), (TensorSpec("image", ("batch", 3, 224, 224), "float32"),),
-                  (TensorSpec("logits", ("batch", 1000), "float32"),), Provenance("test", "none"), ImagePreprocess())  # fmt: skip
+IMAGE_IN = (TensorSpec("image", ("batch", 3, 224, 224), "float32"),)
+LOGITS = (TensorSpec("logits", ("batch", 1000), "float32"),)
+IMAGE = ModelCard("net", "classify", Path("m.onnx"), IMAGE_IN, LOGITS, Provenance("test", "none"), ImagePreprocess())
 TEXT = replace(IMAGE, task="embed", preprocess=TextPreprocess())
 AMX = CpuInfo("Xeon", "x86_64", 2, 2, None, ("avx512f", "avx512_vnni", "amx_int8", "amx_bf16"))
 AVX2 = CpuInfo("old", "x86_64", 2, 2, None, ("avx2", "fma"))

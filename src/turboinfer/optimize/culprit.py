@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from turboinfer.optimize.passes.quantize import NodeLoss
 from turboinfer.optimize.plan import Candidate, Step
 
 
@@ -22,16 +23,18 @@ from turboinfer.optimize.plan import Candidate, Step
 class CulpritSearch:
     """The nodes kept in float and every trial on the way."""
 
-    ranked: list[tuple[str, float]]
+    ranked: list[NodeLoss]
     trials: list[dict[str, float]] = field(default_factory=list)
-    """Each trial: nodes kept in float (count) and the tuning metric it reached."""
+    """Each trial: culprits kept in float (count), nodes excluded with their producers, the tuning metric."""
+    culprits: tuple[str, ...] = ()
+    """The fewest top-ranked nodes whose float restores the budget; empty when none did."""
     nodes: tuple[str, ...] = ()
-    """The fewest nodes found that restore the budget; empty when none did."""
+    """What is excluded from quantization for that: the culprits and the compute nodes feeding them."""
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form."""
-        return {"ranked": [[n, round(s, 2)] for n, s in self.ranked[:20]], "trials": self.trials,
-                "nodes": list(self.nodes), "restored": bool(self.nodes)}  # fmt: skip
+        return {"ranked": [[r.name, round(r.loss_db, 2)] for r in self.ranked[:20]], "trials": self.trials,
+                "culprits": list(self.culprits), "nodes": list(self.nodes), "restored": bool(self.nodes)}  # fmt: skip
 
 
 def with_float_nodes(candidate: Candidate, nodes: tuple[str, ...]) -> Candidate:
@@ -52,24 +55,29 @@ def counts(total: int) -> Iterator[int]:
     yield total
 
 
+def excluded(ranked: list[NodeLoss], k: int) -> tuple[str, ...]:
+    """The nodes to exclude to keep the top k ranked nodes in float (their groups, in rank order)."""
+    return tuple(dict.fromkeys(name for loss in ranked[:k] for name in loss.group))
+
+
 def find_culprits(
     candidate: Candidate,
-    ranked: list[tuple[str, float]],
+    ranked: list[NodeLoss],
     metric: Callable[[Candidate], float],
     least: float,
     max_trials: int = 12,
 ) -> CulpritSearch:
     """Keep the fewest top-ranked nodes in float so that metric(candidate) ≥ least (doubling, then bisection)."""
     search = CulpritSearch(ranked)
-    names = [name for name, _ in ranked]
 
     def fits(k: int) -> bool:
-        value = metric(with_float_nodes(candidate, tuple(names[:k])))
-        search.trials.append({"float_nodes": k, "metric": value})
+        nodes = excluded(ranked, k)
+        value = metric(with_float_nodes(candidate, nodes))
+        search.trials.append({"float_nodes": k, "excluded": len(nodes), "metric": value})
         return value >= least
 
     low, high = 0, None  # low: most nodes known not to fit; high: fewest known to fit
-    for k in counts(len(names)):
+    for k in counts(len(ranked)):
         if len(search.trials) >= max_trials:
             break
         if fits(k):
@@ -80,7 +88,8 @@ def find_culprits(
         middle = (low + high) // 2
         low, high = (low, middle) if fits(middle) else (middle, high)
     if high is not None:
-        search.nodes = tuple(names[:high])
+        search.culprits = tuple(r.name for r in ranked[:high])
+        search.nodes = excluded(ranked, high)
     return search
 
 

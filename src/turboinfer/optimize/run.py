@@ -158,7 +158,8 @@ class Optimizer:
             return None, report
         outcome = self.measure(with_float_nodes(broken, search.nodes))
         outcome.reason = (outcome.reason + "; " if outcome.reason else "") + (
-            f"culprit finder: {len(search.nodes)} of {len(ranked)} quantized nodes kept in float"
+            f"culprit finder: {len(search.culprits)} of {len(ranked)} quantized nodes kept in float "
+            f"({len(search.nodes)} excluded with their producers)"
         )
         return outcome, report
 

@@ -92,6 +92,8 @@ def open_session(path: Path, backend: str = "ort", options: SessionOptions | Non
     """Open an ONNX file with the named backend ("ort" or "openvino")."""
     options = options or SessionOptions()
     check_model_file(path)
+    if path.suffix == ".xml" and backend != "openvino":
+        raise InvalidModel(f"{path.name} is an OpenVINO IR: run it on the openvino backend")
     if backend == "ort":
         from turboinfer.runtime.onnxruntime import OrtSession
 

@@ -92,6 +92,7 @@ def cache_key(step: Pass, card: ModelCard, context: PassContext) -> str:
         "pass": step.name,
         "config": config_dict(step.config),
         "source": card.onnx_sha256 or file_sha256(card.onnx_path),
+        "task": card.task,
         "preprocess": repr(card.preprocess),
         "calibration": context.calibration_key if step.uses_calibration else "",
         "libraries": library_versions(),

@@ -138,7 +138,18 @@ class OrtStaticInt8:
         return target, Transformed(facts={"nodes": node_count(target), "excluded": list(c.exclude_nodes)})
 
 
-def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds]) -> list[tuple[str, float]]:
+@dataclass(frozen=True)
+class NodeLoss:
+    """A quantized compute node, the SQNR (dB) lost across it, and the nodes to exclude to keep it in float."""
+
+    name: str
+    loss_db: float
+    group: tuple[str, ...]
+    """The node and the compute nodes feeding it: ORT quantizes a quantized node's output for its consumers,
+    so a node reads float inputs only when their producers are excluded too."""
+
+
+def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds]) -> list[NodeLoss]:
     """Quantized compute nodes, worst first, with the signal-to-quantization-noise (dB) each loses between its
     inputs and its output when the float and the QDQ model run the same calibration inputs (qdq_loss_debug)."""
     from onnxruntime.quantization.qdq_loss_debug import (
@@ -160,6 +171,7 @@ def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds])
     sqnr = {name: float(e["xmodel_err"]) for name, e in errors.items() if "xmodel_err" in e}
     quantized = {n.name for n in onnx.load(str(qdq_card.onnx_path), load_external_data=False).graph.node}
     consumers: dict[str, list[onnx.NodeProto]] = {}
+    producers = {output: node for node in float_nodes for output in node.output}
     for node in float_nodes:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
@@ -169,8 +181,18 @@ def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds])
         if node.op_type not in QUANTIZED_OPS or node.name not in quantized or output is None:
             continue
         before = min((sqnr[name] for name in node.input if name in sqnr), default=MISSING_DB)
-        scores.append((node.name, before - sqnr[output]))
-    return sorted(scores, key=lambda item: -item[1])
+        feeding = (compute_producer(name, producers) for name in node.input)
+        group = (node.name, *sorted({p.name for p in feeding if p is not None and p.name in quantized}))
+        scores.append(NodeLoss(node.name, before - sqnr[output], group))
+    return sorted(scores, key=lambda item: -item.loss_db)
+
+
+def compute_producer(tensor: str, producers: dict[str, onnx.NodeProto]) -> onnx.NodeProto | None:
+    """The compute node behind tensor, looking through one-input activations (Relu, Clip, …)."""
+    node = producers.get(tensor)
+    while node is not None and node.op_type in FUSED_ACTIVATIONS:
+        node = producers.get(node.input[0])
+    return node if node is not None and node.op_type in QUANTIZED_OPS else None
 
 
 def quantized_output(tensor: str, sqnr: dict[str, float], consumers: dict[str, list[onnx.NodeProto]]) -> str | None:

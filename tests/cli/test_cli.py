@@ -124,3 +124,35 @@ def test_bench_and_serve_argument_errors_fail_before_any_work(effnet, tmp_path):
     from turboinfer.bench.history import runs
 
     assert runs(store) == []  # the unknown baseline was refused before anything was measured or stored
+
+
+def test_optimize_dry_run_prints_the_plan_with_its_candidates(effnet):
+    result = run("optimize", "efficientnet-lite0", "--dry-run", "--budget", "0.5%")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["budget"] == 0.005 and plan["model"] == "efficientnet-lite0"
+    assert plan["space"][0]["steps"] == [] and plan["space"][0]["backend"] == "ort"
+    assert any(step["name"] == "nncf-int8" for c in plan["space"] for step in c["steps"])
+
+
+def test_optimize_argument_errors_are_one_line(tmp_path):
+    for args, message in ((("--budget", "lots"), "expected a percentage"), (("--objective", "speed"), "objective"),
+                          (("--config", str(tmp_path / "none.yaml")), "plan file not found")):  # fmt: skip
+        result = run("optimize", "efficientnet-lite0", *args)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_optimize_with_an_impossible_budget_exits_3_and_still_writes_its_outputs(effnet, tmp_path):
+    plan = {
+        "model": "ignored-model-argument-wins", "budget": 0.0, "strategy": "exhaustive", "n_evaluation": 32,
+        "n_calibration": 8, "seconds_per_candidate": 0.3, "culprits": False, "out_dir": str(tmp_path / "out"),
+        "space": [{"steps": []}, {"steps": [{"name": "ort-int8-static"}]}],
+    }  # fmt: skip
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    result = run("optimize", "efficientnet-lite0", "--config", str(tmp_path / "plan.json"))
+    assert result.returncode == 3, result.stderr
+    assert "no optimized candidate keeps the budget" in result.stderr
+    assert "rejected" in result.stdout and "chosen" in result.stdout
+    for name in ("chosen.variant.json", "decision-log.json", "report.html"):
+        assert (tmp_path / "out" / name).is_file()

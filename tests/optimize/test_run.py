@@ -1,0 +1,92 @@
+"""run(plan) end to end on the real EfficientNet-Lite0 and real photos: outcomes, reasons, artifacts, and the
+bad inputs a user can give (empty or corrupt photo folders, a failing pass, an impossible budget)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from turboinfer.core.errors import DataUnavailable, InvalidInput
+from turboinfer.models.photos import all_photos
+from turboinfer.models.variant import load_variant
+from turboinfer.optimize import artifacts
+from turboinfer.optimize.data import input_sets
+from turboinfer.optimize.plan import Candidate, Plan, Step
+from turboinfer.optimize.run import run
+from turboinfer.runtime.session import SessionOptions
+
+TWO = SessionOptions(intra_threads=2)
+SMALL = {"n_evaluation": 48, "n_calibration": 16, "seconds_per_candidate": 0.5, "culprits": False}
+
+
+@pytest.fixture(scope="module")
+def result(settings, tmp_path_factory):
+    space = (
+        Candidate((), "ort", TWO),
+        Candidate((Step("fold-normalize"),), "ort", TWO),
+        Candidate((Step("ort-int8-static"),), "ort", TWO),
+        Candidate((Step("ort-fusion"),), "ort", TWO),  # a transformer pass on a CNN: fails, the search goes on
+    )
+    plan = Plan("efficientnet-lite0", strategy="exhaustive", space=space, **SMALL)
+    outcome = run(plan, settings)
+    outcome.files = artifacts.save(outcome, tmp_path_factory.mktemp("optimize-out"))
+    return outcome
+
+
+def by_label(result, label):
+    return next(o for o in result.outcomes if o.candidate.label == label)
+
+
+def test_every_candidate_has_a_measured_outcome_and_a_reason(result):
+    original = by_label(result, "original @ort 2t")
+    assert original.ratio is not None and original.fidelity["top1_agreement"] == 1.0
+    folded = by_label(result, "fold-normalize @ort 2t")
+    assert folded.fidelity["top1_agreement"] >= 0.99 and folded.status in ("chosen", "not chosen")
+    int8 = by_label(result, "ort-int8-static @ort 2t")
+    assert int8.status == "rejected" and int8.reason.startswith("rejected: top-1 agreement")
+    assert int8.size_bytes < folded.size_bytes / 3 and int8.ratio_ci is not None
+    failed = by_label(result, "ort-fusion @ort 2t")
+    assert failed.status == "failed" and "transformer" in failed.reason
+    assert result.chosen.status == "chosen" and result.chosen.reason.startswith(("chosen", "the reference"))
+    assert result.inputs["evaluation"] == 48 and result.inputs["sources"]["calibration"] >= 1
+    assert set(result.true_top1) == {"original", "chosen"}
+
+
+def test_artifacts_are_a_servable_variant_a_decision_log_and_a_report(result, settings):
+    variant = load_variant(Path(result.files["variant"]), settings)
+    assert variant.backend == result.chosen.candidate.backend
+    assert variant.card.card_path == Path(result.chosen.card_path)
+    log = json.loads(Path(result.files["decision_log"]).read_text())
+    assert len(log["outcomes"]) == 4 and log["chosen"]["status"] == "chosen"
+    page = Path(result.files["report"]).read_text()
+    assert "Pareto plot" in page and "rejected: top-1 agreement" in page and "data:image/png;base64," in page
+
+
+def test_an_impossible_budget_returns_the_original_with_the_reason(settings):
+    space = (Candidate((), "ort", TWO), Candidate((Step("ort-int8-static"),), "ort", TWO))
+    outcome = run(Plan("efficientnet-lite0", budget=0.0, strategy="exhaustive", space=space, **SMALL), settings)
+    assert not outcome.budget_met
+    assert outcome.chosen.candidate == space[0]
+    assert outcome.chosen.reason == "chosen: no optimized candidate fits the budget"
+
+
+def test_photo_folders_skip_corrupt_files_and_refuse_too_few(effnet, settings, tmp_path):
+    good = all_photos(settings)[:5]
+    for path in good:
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    (tmp_path / "truncated.jpg").write_bytes(good[0].read_bytes()[:200])
+    (tmp_path / "notes.png").write_bytes(b"not an image at all")
+    sets = input_sets(effnet, settings, tmp_path, n_calibration=4, n_evaluation=10)
+    assert len(sets.skipped) == 2 and sets.sources == {"calibration": 2, "evaluation": 3}
+    assert any(s.startswith("truncated.jpg:") for s in sets.skipped)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DataUnavailable, match="0 usable photos"):
+        input_sets(effnet, settings, empty)
+    with pytest.raises(InvalidInput, match="not found"):
+        input_sets(effnet, settings, tmp_path / "missing")
+
+
+def test_photo_folders_are_for_image_models_only(minilm, settings, tmp_path):
+    with pytest.raises(InvalidInput, match="image models only"):
+        input_sets(minilm, settings, tmp_path)

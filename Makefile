@@ -44,6 +44,7 @@ demo: install data
 	$(BIN)/turboinfer profile efficientnet-lite0 --json out/profile-efficientnet-lite0.json --html out/profile-efficientnet-lite0.html
 	$(BIN)/turboinfer profile minilm-l6 --json out/profile-minilm-l6.json --html out/profile-minilm-l6.html
 	$(BIN)/turboinfer profile resnet152 --pipeline none --json out/profile-resnet152.json --html out/profile-resnet152.html
+	$(BIN)/turboinfer optimize efficientnet-lite0 --quick --out out/optimize-efficientnet-lite0
 	$(BIN)/turboinfer bench-decode --seconds 3 --json out/decode.json
 
 clean:

@@ -44,6 +44,7 @@ def test_every_verb_in_the_tour_exists():
         ("zoo", "build", "efficientnet-lite0"),
         ("profile", "efficientnet-lite0", "--quick", "--pipeline", "none"),
         ("bench", "efficientnet-lite0", "--vs", "efficientnet-lite0@torch", "--runs", "5", "--no-history"),
+        ("optimize", "minilm-l6", "--budget", "0.5%", "--dry-run"),
     ],
 )
 def test_tour_commands_run(effnet, args):

@@ -1,0 +1,170 @@
+"""The optimizer's claims, measured side by side → a markdown section for docs/benchmarks.md.
+
+Run: .venv/bin/python benchmarks/optimize.py [effnet|minilm|resnet152 ...] > out/optimize.md
+- effnet: the full default search at batch 1 (timed, then rerun from the cache) and at batch 8 (throughput);
+  the chosen variant interleaved with the fastest naive INT8 variant and PyTorch eager FP32.
+- minilm: the search at batch 1 and 16 (sequence 128, budget 0.5%) against ORT FP32 and the off-the-shelf
+  OpenVINO BF16 / NNCF INT8 variants.
+- resnet152 (random weights, timing only): eager → ORT FP32 → ORT INT8 → OpenVINO INT8, interleaved.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from turboinfer.core.settings import Settings
+from turboinfer.hardware.probe import probe_cpu
+from turboinfer.measure.stats import paired_ratio_ci
+from turboinfer.measure.timer import interleave
+from turboinfer.models.catalog import build_zoo_model, open_eager
+from turboinfer.models.variant import Variant, sample_feeds
+from turboinfer.optimize.data import feeds
+from turboinfer.optimize.passes import make_pass
+from turboinfer.optimize.passes.base import PassContext, apply_pass
+from turboinfer.optimize.plan import Candidate, Outcome, Plan
+from turboinfer.optimize.run import Optimizer, OptimizeResult, run
+from turboinfer.runtime.session import Session, SessionOptions
+
+
+def log(message: str) -> None:
+    """Progress on stderr (stdout is the markdown)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def outcome_table(result: OptimizeResult) -> None:
+    """Every candidate of a search as a markdown table."""
+    key = "top1_agreement" if result.plan.model != "minilm-l6" else "cosine_mean"
+    print(f"| candidate | status | speed-up vs original (95% CI) | {key} | precision run | reason |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for o in result.outcomes:
+        speed = (
+            f"{1 / o.ratio:.2f}× ({1 / o.ratio_ci[1]:.2f}–{1 / o.ratio_ci[0]:.2f})" if o.ratio and o.ratio_ci else "—"
+        )
+        fid = f"{o.fidelity[key]:.4f}" if key in o.fidelity else "—"
+        extra = f", min {o.fidelity['cosine_min']:.4f}" if "cosine_min" in o.fidelity else ""
+        print(f"| {o.candidate.label} | {o.status} | {speed} | {fid}{extra} | {o.precision} | {o.reason} |")
+    print()
+
+
+def race(sessions: dict[str, tuple[Session, dict[str, np.ndarray]]], seconds: float, batch: int) -> None:
+    """Interleave sessions on their own inputs; print medians and ratios against the first, per item."""
+    calls = {name: (lambda s=s, f=f: s.run(f)) for name, (s, f) in sessions.items()}
+    for call in calls.values():
+        for _ in range(3):
+            call()
+    samples = interleave(calls, rounds=100_000, max_seconds=seconds, min_rounds=15)
+    names = list(samples)
+    print(f"| variant | median ms (batch {batch}) | items/s | time vs {names[0]} (95% CI) |")
+    print("| --- | --- | --- | --- |")
+    for name in names:
+        ratio = paired_ratio_ci(samples[names[0]], samples[name])
+        median = float(np.median(samples[name]))
+        print(f"| {name} | {median * 1e3:.2f} | {batch / median:.1f} | "
+              f"{ratio.ratio:.2f} ({ratio.ci[0]:.2f}–{ratio.ci[1]:.2f}) |")  # fmt: skip
+    print(f"\n{len(samples[names[0]])} interleaved rounds.\n")
+
+
+def opened(optimizer: Optimizer, candidate: Candidate, batch: int) -> tuple[Session, dict[str, np.ndarray]]:
+    """A session of a candidate with a real input batch."""
+    card, session = optimizer.open(candidate)
+    return session, feeds(card, optimizer.sets.evaluation, 0, batch)
+
+
+def fastest(result: OptimizeResult, step_names: tuple[str, ...]) -> Outcome | None:
+    """The fastest measured candidate whose last step is one of step_names (naive variants, budget ignored)."""
+    rows = [o for o in result.outcomes if o.ratio and o.candidate.steps and o.candidate.steps[-1].name in step_names]
+    rows = [o for o in rows if not o.candidate.steps[-1].config.get("exclude_nodes")]
+    return min(rows, key=lambda o: o.ratio or 1.0) if rows else None
+
+
+def search(settings: Settings, plan: Plan, eager: bool) -> None:
+    """One search, its table, and the chosen variant raced against the fastest naive variant and eager."""
+    start = time.perf_counter()
+    result = run(plan, settings, progress=lambda label, done: log(f"  [{done + 1}] {label}"))
+    first = time.perf_counter() - start
+    print(f"Search: {len(result.outcomes)} candidates in {first:.0f} s", end="")
+    start = time.perf_counter()
+    run(replace(plan, culprits=False), settings)
+    print(f"; rerun from the cache (without the culprit search) {time.perf_counter() - start:.0f} s.\n")
+    print(f"Inputs: {result.inputs}\n")
+    outcome_table(result)
+    if result.culprits:
+        trials = ", ".join(f"{t['float_nodes']} ({t['excluded']} excluded) → {t['metric']:.3f}"
+                           for t in result.culprits["trials"])  # fmt: skip
+        print(f"Culprit finder on {result.culprits['candidate']}: culprits kept in float → tuning metric: {trials}.\n")
+    if result.true_top1:
+        print(f"True top-1 on foolbox's 20 labelled ImageNet photos: original {result.true_top1['original']:.2f}, "
+              f"chosen {result.true_top1['chosen']:.2f}.\n")  # fmt: skip
+    print(f"Chosen: **{result.chosen.candidate.label}** — {result.chosen.reason}\n")
+    optimizer = Optimizer(replace(plan, n_evaluation=max(plan.batch, 16), n_calibration=16), settings)
+    batch = plan.batch
+    contestants = {"ORT FP32 (original)": opened(optimizer, optimizer.original, batch)}
+    contestants[f"chosen: {result.chosen.candidate.label}"] = opened(optimizer, result.chosen.candidate, batch)
+    for names in (("ort-int8-static", "ort-int8-dynamic"), ("nncf-int8",)):
+        naive = fastest(result, names)
+        if naive is not None:
+            contestants[f"naive: {naive.candidate.label} (fidelity {naive.fidelity})"] = opened(
+                optimizer, naive.candidate, batch
+            )
+    bf16 = [o for o in result.outcomes if o.precision == "bf16" and not o.candidate.steps]
+    if bf16:
+        contestants[f"off the shelf: {bf16[0].candidate.label}"] = opened(optimizer, bf16[0].candidate, batch)
+    if eager:
+        card = optimizer.card
+        contestants["PyTorch eager FP32"] = (open_eager(card, SessionOptions(intra_threads=2)),
+                                             feeds(card, optimizer.sets.evaluation, 0, batch))  # fmt: skip
+    race(contestants, 20.0, batch)
+
+
+def resnet_chain(settings: Settings) -> None:
+    """Eager → ORT FP32 → ORT INT8 → OpenVINO INT8 on ResNet-152 (random weights), batch 1, interleaved."""
+    card = build_zoo_model("resnet152", settings)
+    calibration = [sample_feeds(card, 1)["image"] + np.float32(i) / 8 for i in range(8)]  # timing only
+    stacked = np.concatenate(calibration)
+    context = PassContext(
+        settings.cache_dir / "optimize",
+        lambda c, size: ({"image": stacked[i : i + size]} for i in range(0, len(stacked), size)),
+        calibration_key="resnet152-timing",
+    )
+    two = SessionOptions(intra_threads=2)
+    feed = sample_feeds(card, 1)
+    ort_int8 = apply_pass(make_pass("ort-int8-static"), card, context)
+    ov_int8 = apply_pass(make_pass("nncf-int8", {"subset_size": 8}), card, context)
+    race({
+        "PyTorch eager FP32": (open_eager(card, two), feed),
+        "ORT FP32": (Variant(card, "ort", two).open(), feed),
+        "ORT INT8 (static QDQ)": (Variant(ort_int8, "ort", two).open(), feed),
+        "OpenVINO INT8 (NNCF)": (Variant(ov_int8, "openvino", two).open(), feed),
+    }, 30.0, 1)  # fmt: skip
+
+
+def main() -> None:
+    """Run the chosen parts (default: all) and print markdown."""
+    parts = sys.argv[1:] or ["effnet", "minilm", "resnet152"]
+    settings = Settings.from_env(os.environ)
+    cpu = probe_cpu()
+    print(f"Command: `{' '.join(['benchmarks/optimize.py', *sys.argv[1:]])}`\n")
+    print(f"Machine: {cpu.model}, {cpu.usable_cpus} usable CPUs, ISA: {', '.join(cpu.isa)}.\n")
+    if "effnet" in parts:
+        print("### EfficientNet-Lite0, batch 1, budget: top-1 agreement ≥ 99% on 500 augmented real photos\n")
+        search(settings, Plan("efficientnet-lite0"), eager=True)
+        print("### EfficientNet-Lite0, batch 8, objective throughput\n")
+        search(settings, Plan("efficientnet-lite0", objective="throughput", batch=8, culprits=False), eager=True)
+    if "minilm" in parts:
+        for batch in (1, 16):
+            print(f"### all-MiniLM-L6-v2, batch {batch}, sequence 128, budget 0.5% (mean cosine ≥ 0.995, min ≥ 0.99)\n")
+            plan = Plan("minilm-l6", budget=0.005, batch=batch, n_evaluation=256, n_calibration=128,
+                        objective="throughput" if batch > 1 else "latency")  # fmt: skip
+            search(settings, plan, eager=True)
+    if "resnet152" in parts:
+        print("### ResNet-152 (random weights: timing only), batch 1\n")
+        resnet_chain(settings)
+
+
+if __name__ == "__main__":
+    main()

@@ -65,7 +65,7 @@ def find_culprits(
     ranked: list[NodeLoss],
     metric: Callable[[Candidate], float],
     least: float,
-    max_trials: int = 12,
+    max_trials: int = 16,
 ) -> CulpritSearch:
     """Keep the fewest top-ranked nodes in float so that metric(candidate) ≥ least (doubling, then bisection)."""
     search = CulpritSearch(ranked)

@@ -17,7 +17,7 @@ from turboinfer.core.card import ModelCard
 from turboinfer.optimize.passes.base import Feeds, PassContext, Transformed
 from turboinfer.optimize.passes.graph import node_count
 
-QUANTIZED_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose", "Attention")
+QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 MISSING_DB = 100.0
 """SQNR assumed for a tensor with no quantized counterpart (exact), dB."""
 FUSED_ACTIVATIONS = ("Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu")
@@ -140,18 +140,19 @@ class OrtStaticInt8:
 
 @dataclass(frozen=True)
 class NodeLoss:
-    """A quantized compute node, the SQNR (dB) lost across it, and the nodes to exclude to keep it in float."""
+    """A quantized node, the SQNR (dB) lost across it, and the nodes to exclude to keep it in float."""
 
     name: str
     loss_db: float
     group: tuple[str, ...]
-    """The node and the compute nodes feeding it: ORT quantizes a quantized node's output for its consumers,
+    """The node and the quantized nodes feeding it: ORT quantizes a quantized node's output for its consumers,
     so a node reads float inputs only when their producers are excluded too."""
 
 
 def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds]) -> list[NodeLoss]:
-    """Quantized compute nodes, worst first, with the signal-to-quantization-noise (dB) each loses between its
-    inputs and its output when the float and the QDQ model run the same calibration inputs (qdq_loss_debug)."""
+    """Quantized nodes, worst first, with the signal-to-quantization-noise (dB) each loses between its inputs and
+    its output when the float and the QDQ model run the same calibration inputs (qdq_loss_debug). Keeping every
+    ranked node in float gives back the float model, so a search over the ranking always ends inside it."""
     from onnxruntime.quantization.qdq_loss_debug import (
         collect_activations,
         compute_activation_error,
@@ -169,7 +170,7 @@ def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds])
         float_nodes = list(onnx.load(str(float_path), load_external_data=False).graph.node)
     errors = compute_activation_error(create_activation_matching(qdq_acts, float_acts))
     sqnr = {name: float(e["xmodel_err"]) for name, e in errors.items() if "xmodel_err" in e}
-    quantized = {n.name for n in onnx.load(str(qdq_card.onnx_path), load_external_data=False).graph.node}
+    quantized = quantized_nodes(onnx.load(str(qdq_card.onnx_path), load_external_data=False).graph)
     consumers: dict[str, list[onnx.NodeProto]] = {}
     producers = {output: node for node in float_nodes for output in node.output}
     for node in float_nodes:
@@ -178,7 +179,7 @@ def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds])
     scores = []
     for node in float_nodes:
         output = quantized_output(node.output[0], sqnr, consumers)
-        if node.op_type not in QUANTIZED_OPS or node.name not in quantized or output is None:
+        if node.name not in quantized or output is None:
             continue
         before = min((sqnr[name] for name in node.input if name in sqnr), default=MISSING_DB)
         feeding = (compute_producer(name, producers) for name in node.input)
@@ -187,12 +188,18 @@ def rank_nodes(float_card: ModelCard, qdq_card: ModelCard, batches: list[Feeds])
     return sorted(scores, key=lambda item: -item.loss_db)
 
 
+def quantized_nodes(graph: onnx.GraphProto) -> set[str]:
+    """Names of the nodes of a QDQ graph that read at least one dequantized tensor (excluding the Q/DQ nodes)."""
+    dequantized = {out for n in graph.node if n.op_type == "DequantizeLinear" for out in n.output}
+    return {n.name for n in graph.node if n.op_type not in QDQ_OPS and dequantized & set(n.input)}
+
+
 def compute_producer(tensor: str, producers: dict[str, onnx.NodeProto]) -> onnx.NodeProto | None:
-    """The compute node behind tensor, looking through one-input activations (Relu, Clip, …)."""
+    """The node behind tensor, looking through one-input activations (Relu, Clip, …)."""
     node = producers.get(tensor)
     while node is not None and node.op_type in FUSED_ACTIVATIONS:
         node = producers.get(node.input[0])
-    return node if node is not None and node.op_type in QUANTIZED_OPS else None
+    return node
 
 
 def quantized_output(tensor: str, sqnr: dict[str, float], consumers: dict[str, list[onnx.NodeProto]]) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -76,11 +76,25 @@ class ServedModel:
     pipeline: ImagePipeline | None
     split: TrafficSplit | None = None
     version: str = "1"
+    admitted: int = 0
+    """Image requests accepted at the door and not yet queued (reading or decoding)."""
 
     @property
     def batcher(self) -> Batcher:
         """The primary's batcher."""
         return self.batchers[0]
+
+    @contextmanager
+    def admission(self) -> Iterator[None]:
+        """Admit an image request before its body is read and decoded, or raise QueueFull at once: decoding
+        requests that the queue would refuse anyway only steals the cores from the ones already accepted."""
+        if self.admitted + self.batcher.depth >= self.batcher.config.queue_size:
+            raise QueueFull(f"queue full ({self.batcher.config.queue_size} requests waiting or decoding)")
+        self.admitted += 1
+        try:
+            yield
+        finally:
+            self.admitted -= 1
 
     def metadata(self) -> dict[str, Any]:
         """V2 model metadata."""
@@ -195,10 +209,10 @@ class Server:
             model = self.model(name)
             self.metrics.in_flight.labels(name).inc()
             try:
-                raw = await self.body(request)
                 deadline = deadline_from(request, start)
                 priority = priority_from(request)
                 if kind == "v2":
+                    raw = await self.body(request)
                     decoded = v2.decode_request(
                         raw, request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
                     )
@@ -207,7 +221,8 @@ class Server:
                     return Response(body, headers=headers)
                 if model.pipeline is None:
                     raise InvalidInput(f"model {name!r} does not take images")
-                tensor = await asyncio.to_thread(model.pipeline, raw)
+                with model.admission():
+                    tensor = await asyncio.to_thread(model.pipeline, await self.body(request))
                 outputs = await self.infer(model, {model.card.inputs[0].name: tensor[None]}, deadline, priority)
                 return JSONResponse(image_answer(model.card, outputs))
             finally:

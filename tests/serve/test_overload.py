@@ -1,4 +1,4 @@
-"""Overload over a real socket: past the queue, image requests are refused at the door with 429 and Retry-After
+"""Overload over a real socket: past the queue, image requests are refused with 429 and Retry-After
 (before their photo is decoded), every admitted request still gets its answer, and the metrics count both."""
 
 from __future__ import annotations

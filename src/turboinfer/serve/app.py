@@ -77,7 +77,7 @@ class ServedModel:
     split: TrafficSplit | None = None
     version: str = "1"
     admitted: int = 0
-    """Image requests accepted at the door and not yet queued (reading or decoding)."""
+    """Image requests being decoded (admitted, not yet queued)."""
 
     @property
     def batcher(self) -> Batcher:
@@ -86,8 +86,8 @@ class ServedModel:
 
     @contextmanager
     def admission(self) -> Iterator[None]:
-        """Admit an image request before its body is read and decoded, or raise QueueFull at once: decoding
-        requests that the queue would refuse anyway only steals the cores from the ones already accepted."""
+        """Admit an image request before its photo is decoded, or raise QueueFull at once: decoding requests that
+        the queue would refuse anyway only steals the cores from the ones already accepted."""
         if self.admitted + self.batcher.depth >= self.batcher.config.queue_size:
             raise QueueFull(f"queue full ({self.batcher.config.queue_size} requests waiting or decoding)")
         self.admitted += 1
@@ -209,10 +209,10 @@ class Server:
             model = self.model(name)
             self.metrics.in_flight.labels(name).inc()
             try:
+                raw = await self.body(request)
                 deadline = deadline_from(request, start)
                 priority = priority_from(request)
                 if kind == "v2":
-                    raw = await self.body(request)
                     decoded = v2.decode_request(
                         raw, request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
                     )
@@ -222,7 +222,7 @@ class Server:
                 if model.pipeline is None:
                     raise InvalidInput(f"model {name!r} does not take images")
                 with model.admission():
-                    tensor = await asyncio.to_thread(model.pipeline, await self.body(request))
+                    tensor = await asyncio.to_thread(model.pipeline, raw)
                 outputs = await self.infer(model, {model.card.inputs[0].name: tensor[None]}, deadline, priority)
                 return JSONResponse(image_answer(model.card, outputs))
             finally:

@@ -1,7 +1,13 @@
-"""Dynamic batching's gain, measured end to end over HTTP: the same server and model with --max-batch 1 and 8,
-highest open-loop rate whose p99 stays under a target, plus a closed-loop run at 16 clients.
+"""Serving claims, measured end to end over HTTP on loopback → markdown for docs/benchmarks.md.
 
-Run: .venv/bin/python benchmarks/serve.py > out/serve.md   (real photos, the image route, EfficientNet-Lite0)
+Run: .venv/bin/python benchmarks/serve.py [batching|overhead|overload|soak|peers ...] > out/serve.md
+- batching: --max-batch 1 against 8, highest open-loop rate whose p99 stays under the target (real photos).
+- overhead: server throughput (V2 binary requests of one image, --max-batch 8) against the raw model at batch 8,
+  on ORT static INT8 of EfficientNet-Lite0; raw phases before and after the server phase.
+- overload: 3× the sustainable rate: refusal latency, admitted p99 against the unloaded p99.
+- soak: 10 minutes at 70% of the sustainable rate; the server's RSS at start and end.
+- peers: LitServe (installed for this benchmark only) serving the same ONNX model with the same data path and
+  batching settings, against turboinfer, highest rate at the same p99 target.
 """
 
 from __future__ import annotations
@@ -11,16 +17,30 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
-from turboinfer.bench.loadgen import closed_loop, rate_sweep
-from turboinfer.bench.requests import image_requests
+import numpy as np
+import psutil
+
+from turboinfer.bench.loadgen import LoadResult, closed_loop, open_loop, rate_sweep
+from turboinfer.bench.requests import Request, image_requests, v2_binary_request
 from turboinfer.core.settings import Settings
+from turboinfer.measure.timer import TimingPolicy, time_call
+from turboinfer.models.catalog import build_zoo_model
 from turboinfer.models.photos import all_photos
+from turboinfer.models.variant import Variant, load_variant, save_variant
+from turboinfer.optimize.data import feeds, input_sets
+from turboinfer.optimize.evaluate import batches
+from turboinfer.optimize.passes import make_pass
+from turboinfer.optimize.passes.base import PassContext, apply_pass
+from turboinfer.runtime.session import SessionOptions
 
 P99_TARGET_S = 0.3
 MODEL = "efficientnet-lite0"
+LITSERVE = Path(__file__).with_name("litserve_app.py")
 
 
 def free_port() -> int:
@@ -30,46 +50,218 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(max_batch: int, port: int) -> subprocess.Popen:
-    """`turboinfer serve` in its own process, returned once ready."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "turboinfer.cli.main", "serve", MODEL, "--port", str(port), "--max-batch",
-         str(max_batch), "--max-delay-ms", "5"], stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+def wait_ready(url: str, process: subprocess.Popen) -> subprocess.Popen:
+    """process, once url answers 200; killed on a 120 s timeout."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2) as response:
+            with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
                     return process
         except OSError:
             time.sleep(0.2)
     process.kill()
-    raise RuntimeError("server did not become ready")
+    raise RuntimeError(f"server did not become ready at {url}")
 
 
-def main() -> None:
-    """Print one row per batching setting."""
-    photos = [p for p in all_photos(Settings.from_env(os.environ)) if p.suffix.lower() in (".jpg", ".jpeg")][:24]
-    bodies = image_requests(photos)
-    print(f"Command: `{' '.join(sys.argv)}`\n")
-    print(f"{len(bodies)} real JPEGs to `/v1/models/{MODEL}/image`; p99 target {P99_TARGET_S * 1e3:.0f} ms.\n")
+def start(model: str, port: int, *options: str) -> subprocess.Popen:
+    """`turboinfer serve MODEL` in its own process, returned once ready."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "turboinfer.cli.main", "serve", model, "--port", str(port), "--threads", "2", *options],
+        stdout=subprocess.DEVNULL,
+    )
+    return wait_ready(f"http://127.0.0.1:{port}/v2/health/ready", process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM and wait for the drain."""
+    process.terminate()
+    process.wait(40)
+
+
+def row(label: str, result: LoadResult) -> str:
+    """One markdown row of a load result."""
+    refused = result.refused_latencies_s
+    refusal = f"{np.median(refused) * 1e3:.1f}" if len(refused) else "—"
+    offered = f"{result.offered_rate:.0f}" if result.offered_rate else "—"
+    return (f"| {label} | {offered} | {result.achieved_rate:.1f} | {result.percentile(50) * 1e3:.0f} "
+            f"| {result.percentile(99) * 1e3:.0f} | {result.statuses} | {refusal} |")  # fmt: skip
+
+
+HEADER = "| run | offered req/s | ok req/s | p50 ms | p99 ms | statuses | refusal median ms |\n" + "| --- " * 7 + "|"
+
+
+def jpegs(settings: Settings) -> list[Path]:
+    """Up to 24 real JPEGs."""
+    return [p for p in all_photos(settings) if p.suffix.lower() in (".jpg", ".jpeg")][:24]
+
+
+def photo_bodies(settings: Settings) -> list[Request]:
+    """Real JPEGs as image-route bodies (raw bytes)."""
+    return image_requests(jpegs(settings))
+
+
+def form_bodies(settings: Settings) -> list[Request]:
+    """The same JPEGs as multipart/form-data uploads (LitServe's way of taking a file)."""
+    boundary = "turboinfer-benchmark-boundary"
+    out = []
+    for path in jpegs(settings):
+        head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"\r\n'
+                "Content-Type: image/jpeg\r\n\r\n")  # fmt: skip
+        body = head.encode() + path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+        out.append(Request(body, {"Content-Type": f"multipart/form-data; boundary={boundary}"}))
+    return out
+
+
+def batching(settings: Settings) -> None:
+    """--max-batch 1 against 8 on the image route."""
+    bodies = photo_bodies(settings)
+    print(f"#### Batching gain\n\n{len(bodies)} real JPEGs to `/v1/models/{MODEL}/image`, p99 target "
+          f"{P99_TARGET_S * 1e3:.0f} ms.\n")  # fmt: skip
     print(
         "| --max-batch | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients: req/s | p50 ms | p99 ms |"
     )
     print("| --- | --- | --- | --- | --- |")
     for max_batch in (1, 8):
         port = free_port()
-        server = start(max_batch, port)
+        server = start(MODEL, port, "--max-batch", str(max_batch), "--max-delay-ms", "5")
         url = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image"
         try:
             best, _ = asyncio.run(rate_sweep(url, bodies, P99_TARGET_S, start_rate=5, step_seconds=5, refine_steps=2))
             closed = asyncio.run(closed_loop(url, bodies, 16, 10.0))
         finally:
-            server.terminate()
-            server.wait(40)
+            stop(server)
         print(f"| {max_batch} | {best or 0:.0f} | {closed.achieved_rate:.0f} | {closed.percentile(50) * 1e3:.0f} "
               f"| {closed.percentile(99) * 1e3:.0f} |")  # fmt: skip
+    print()
+
+
+def int8_variant(settings: Settings, folder: Path) -> Path:
+    """ORT static INT8 of EfficientNet-Lite0 (calibrated on real photos) as a .variant.json in folder."""
+    card = build_zoo_model(MODEL, settings)
+    sets = input_sets(card, settings, n_calibration=64, n_evaluation=16)
+    context = PassContext(settings.cache_dir / "optimize", lambda c, size: batches(c, sets.calibration, size),
+                          calibration_key="serve-benchmark")  # fmt: skip
+    quantized = apply_pass(make_pass("ort-int8-static"), card, context)
+    return save_variant(Variant(quantized, "ort", SessionOptions(intra_threads=2)), folder / "int8.variant.json")
+
+
+def overhead(settings: Settings) -> None:
+    """Server throughput against the raw model at batch 8; raw measured before and after."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = int8_variant(settings, Path(tmp))
+        variant = load_variant(path, settings)
+        session = variant.open()
+        sets = input_sets(variant.card, settings, n_calibration=4, n_evaluation=16)
+        batch8 = feeds(variant.card, sets.evaluation, 0, 8)
+        bodies = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 1)) for i in range(16)]
+
+        def raw() -> float:
+            timing = time_call(lambda: session.run(batch8), TimingPolicy(max_seconds=8.0, target_rel_ci=0.005))
+            return 8 / float(np.median(timing.samples_s))
+
+        before = raw()
+        port = free_port()
+        server = start(str(path), port, "--max-batch", "8", "--max-delay-ms", "5")
+        try:
+            url = f"http://127.0.0.1:{port}/v2/models/{variant.card.name}/infer"
+            asyncio.run(closed_loop(url, bodies, 32, 3.0))  # warm-up
+            served = asyncio.run(closed_loop(url, bodies, 32, 15.0))
+        finally:
+            stop(server)
+        after = raw()
+    print("#### Overhead against the raw model (ORT static INT8, batch 8)\n")
+    print(
+        "| raw model before, items/s | server, V2 binary, 32 clients, req/s (1 image each) | raw after | server / raw |"
+    )
+    print("| --- | --- | --- | --- |")
+    print(f"| {before:.1f} | {served.achieved_rate:.1f} (p99 {served.percentile(99) * 1e3:.0f} ms) | {after:.1f} | "
+          f"{served.achieved_rate / ((before + after) / 2):.2f} |\n")  # fmt: skip
+
+
+def sustainable(url: str, bodies: list[Request]) -> float:
+    """Highest open-loop rate with p99 under the target."""
+    best, _ = asyncio.run(rate_sweep(url, bodies, P99_TARGET_S, start_rate=8, step_seconds=5, refine_steps=3))
+    return best or 1.0
+
+
+def overload(settings: Settings) -> None:
+    """Unloaded p99, then 3× the sustainable rate against a queue of 16."""
+    bodies = photo_bodies(settings)
+    port = free_port()
+    server = start(MODEL, port, "--max-batch", "8", "--max-delay-ms", "5", "--queue", "16")
+    url = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image"
+    try:
+        rate = sustainable(url, bodies)
+        unloaded = asyncio.run(open_loop(url, bodies, rate * 0.5, 15.0))
+        loaded = asyncio.run(open_loop(url, bodies, rate * 3, 15.0))
+    finally:
+        stop(server)
+    print(f"#### Overload (queue 16, sustainable rate {rate:.0f} req/s at p99 ≤ {P99_TARGET_S * 1e3:.0f} ms)\n")
+    print(HEADER)
+    print(row("50% of sustainable (unloaded)", unloaded))
+    print(row("3× sustainable", loaded))
+    print(f"\nAdmitted p99 at 3× over unloaded p99: {loaded.percentile(99) / unloaded.percentile(99):.2f}×.\n")
+
+
+def soak(settings: Settings, minutes: float = 10.0) -> None:
+    """70% of the sustainable rate for `minutes`; server RSS at the start and the end."""
+    bodies = photo_bodies(settings)
+    port = free_port()
+    server = start(MODEL, port, "--max-batch", "8", "--max-delay-ms", "5")
+    url = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image"
+    try:
+        rate = sustainable(url, bodies) * 0.7
+        asyncio.run(open_loop(url, bodies, rate, 20.0))  # settle
+        process = psutil.Process(server.pid)
+        first = process.memory_info().rss / 2**20
+        result = asyncio.run(open_loop(url, bodies, rate, minutes * 60))
+        last = process.memory_info().rss / 2**20
+    finally:
+        stop(server)
+    print(f"#### Soak: {minutes:.0f} minutes at {rate:.0f} req/s (70% of sustainable)\n")
+    print(HEADER)
+    print(row("soak", result))
+    print(f"\nServer RSS {first:.0f} MiB → {last:.0f} MiB ({(last - first) / first:+.1%}).\n")
+
+
+def peers(settings: Settings) -> None:
+    """LitServe against turboinfer: same ONNX model, same data path, max batch 8, 5 ms delay, one worker."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "litserve"], check=True)
+    card = build_zoo_model(MODEL, settings)
+    rates = {}
+    for name in ("turboinfer", "litserve"):
+        port = free_port()
+        if name == "turboinfer":
+            server = start(MODEL, port, "--max-batch", "8", "--max-delay-ms", "5")
+            url, bodies = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image", photo_bodies(settings)
+        else:
+            command = [sys.executable, str(LITSERVE), str(card.card_path), str(port)]
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            server = wait_ready(f"http://127.0.0.1:{port}/health", process)
+            url, bodies = f"http://127.0.0.1:{port}/predict", form_bodies(settings)
+        try:
+            rates[name] = sustainable(url, bodies)
+            closed = asyncio.run(closed_loop(url, bodies, 16, 10.0))
+            rates[f"{name} closed"] = closed.achieved_rate
+        finally:
+            stop(server)
+    print("#### Peer: LitServe with the same model, data path and batching\n")
+    print("| server | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients, req/s |\n| --- | --- | --- |")
+    for name in ("turboinfer", "litserve"):
+        print(f"| {name} | {rates[name]:.0f} | {rates[f'{name} closed']:.0f} |")
+    gain = rates["turboinfer"] / rates["litserve"]
+    print(f"\nturboinfer / LitServe at p99 ≤ {P99_TARGET_S * 1e3:.0f} ms: {gain:.2f}×.\n")
+
+
+def main() -> None:
+    """Run the named parts (default: all but the soak)."""
+    parts = sys.argv[1:] or ["batching", "overhead", "overload", "peers"]
+    settings = Settings.from_env(os.environ)
+    print(f"Command: `benchmarks/serve.py {' '.join(parts)}`\n")
+    for part in parts:
+        {"batching": batching, "overhead": overhead, "overload": overload, "soak": soak, "peers": peers}[part](settings)
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ class LoadResult:
     statuses: dict[str, int]
     latencies_s: np.ndarray = field(repr=False)
     """Per successful request: completion minus intended send time (open) or send time (closed)."""
+    refused_latencies_s: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    """The same for requests the server refused (429/503): how fast overload is answered."""
 
     @property
     def achieved_rate(self) -> float:
@@ -65,6 +67,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
+        self.refused: list[float] = []
         self.statuses: Counter[str] = Counter()
         self.sent = 0
 
@@ -80,12 +83,22 @@ class Recorder:
         self.statuses[status] += 1
         if status.startswith("2"):
             self.latencies.append(time.perf_counter() - start)
+        elif status in ("429", "503"):
+            self.refused.append(time.perf_counter() - start)
 
     def result(self, mode: str, rate: float | None, concurrency: int | None, duration: float) -> LoadResult:
         """Freeze into a LoadResult."""
         ok = len(self.latencies)
         return LoadResult(
-            mode, rate, concurrency, duration, self.sent, ok, dict(self.statuses), np.asarray(self.latencies)
+            mode,
+            rate,
+            concurrency,
+            duration,
+            self.sent,
+            ok,
+            dict(self.statuses),
+            np.asarray(self.latencies),
+            np.asarray(self.refused),
         )
 
 

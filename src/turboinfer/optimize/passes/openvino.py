@@ -3,6 +3,8 @@ accuracy control driven by our own fidelity metric). The IR (model.xml + model.b
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,22 +101,23 @@ class NncfInt8:
         }
         advanced = AdvancedQuantizationParameters(overflow_fix=OverflowFix(c.overflow_fix))
         facts: dict[str, Any] = {}
-        if c.accuracy_control:
-            if context.tuning is None or context.item_score is None:
-                raise InvalidModel("NNCF accuracy control needs tuning inputs and a metric")
-            items = list(enumerate(context.tuning(card)))
-            quantized = nncf.quantize_with_accuracy_control(
-                read_model(card), nncf.Dataset(calibration), nncf.Dataset(items, lambda item: item[1]),
-                validation_fn(context.item_score), max_drop=c.max_drop, advanced_quantization_parameters=advanced,
-                advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
-                    max_num_iterations=c.max_iterations, ranking_subset_size=min(c.ranking_subset, len(items))
-                ), **common,
-            )  # fmt: skip
-            facts["tuning_items"] = len(items)
-        else:
-            quantized = nncf.quantize(
-                read_model(card), nncf.Dataset(calibration), advanced_parameters=advanced, **common
-            )
+        with contextlib.redirect_stdout(io.StringIO()):  # NNCF draws progress bars on stdout
+            if c.accuracy_control:
+                if context.tuning is None or context.item_score is None:
+                    raise InvalidModel("NNCF accuracy control needs tuning inputs and a metric")
+                items = list(enumerate(context.tuning(card)))
+                quantized = nncf.quantize_with_accuracy_control(
+                    read_model(card), nncf.Dataset(calibration), nncf.Dataset(items, lambda item: item[1]),
+                    validation_fn(context.item_score), max_drop=c.max_drop, advanced_quantization_parameters=advanced,
+                    advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
+                        max_num_iterations=c.max_iterations, ranking_subset_size=min(c.ranking_subset, len(items))
+                    ), **common,
+                )  # fmt: skip
+                facts["tuning_items"] = len(items)
+            else:
+                quantized = nncf.quantize(
+                    read_model(card), nncf.Dataset(calibration), advanced_parameters=advanced, **common
+                )
         target = folder / "model.xml"
         ov.save_model(quantized, str(target), compress_to_fp16=False)
         return target, Transformed(facts=facts)

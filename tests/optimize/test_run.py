@@ -90,3 +90,26 @@ def test_photo_folders_skip_corrupt_files_and_refuse_too_few(effnet, settings, t
 def test_photo_folders_are_for_image_models_only(minilm, settings, tmp_path):
     with pytest.raises(InvalidInput, match="image models only"):
         input_sets(minilm, settings, tmp_path)
+
+
+def test_a_folded_variant_serves_photos_with_the_same_answer(effnet, effnet_context, settings, tmp_path):
+    """What optimize writes is what serve takes: a uint8-input model behind the image route."""
+    from tests.serve.conftest import running
+    from tests.serve.test_app import call
+    from turboinfer.models.labels import CAT_CLASSES
+    from turboinfer.models.variant import Variant, parse_variant, save_variant
+    from turboinfer.optimize.passes import make_pass
+    from turboinfer.optimize.passes.base import apply_pass
+    from turboinfer.serve.app import ServeConfig
+    from turboinfer.serve.batcher import BatcherConfig
+    from turboinfer.serve.repository import ModelServing
+    from turboinfer.serve.run import build_server
+
+    folded = apply_pass(make_pass("fold-normalize"), effnet, effnet_context)
+    path = save_variant(Variant(folded, "ort", TWO), tmp_path / "folded.variant.json")
+    server = build_server([ModelServing(parse_variant(str(path), settings), BatcherConfig())], ServeConfig())
+    photo = next(p for p in all_photos(settings) if p.name == "chelsea.png").read_bytes()
+    with running(server) as base:
+        status, _, body = call(f"{base}/v1/models/{folded.name}/image", photo, {"Content-Type": "image/png"})
+    assert status == 200, body
+    assert json.loads(body)["top5"][0]["class"] in CAT_CLASSES

@@ -35,7 +35,7 @@ def op_types(card):
 @pytest.mark.parametrize("name", ["ort-graph", "onnxslim", "fold-normalize"])
 def test_graph_passes_keep_the_function(name, effnet, effnet_sets, effnet_context, effnet_reference):
     card = apply_pass(make_pass(name), effnet, effnet_context)
-    assert card.onnx_path.parent.parent == effnet_context.cache_dir and card.name == f"efficientnet-lite0+{name}"
+    assert card.onnx_path.parent.parent == effnet_context.cache_dir and card.name == f"efficientnet-lite0.{name}"
     assert card.extra["passes"][-1]["pass"] == name
     got = outputs(card, effnet_sets)
     np.testing.assert_allclose(got["logits"], effnet_reference["logits"], atol=2e-3, rtol=1e-3)

@@ -22,6 +22,8 @@ from turboinfer.core.errors import InvalidModel, ModelNotFound
 from turboinfer.core.types import Preprocess, TensorSpec, TextPreprocess
 
 Feeds = dict[str, np.ndarray]
+CACHE_FORMAT = 2
+"""Bumped when what a cached entry holds changes (2: derived cards are named model.pass, servable names)."""
 LIBRARIES = ("onnx", "onnxruntime", "onnxslim", "openvino", "nncf")
 """Libraries whose version is part of every cache key: a new version may write a different artifact."""
 
@@ -89,6 +91,7 @@ def library_versions() -> dict[str, str]:
 def cache_key(step: Pass, card: ModelCard, context: PassContext) -> str:
     """sha256 over the pass, its config, the input model's hash, the calibration data and library versions."""
     payload = {
+        "cache_format": CACHE_FORMAT,
         "pass": step.name,
         "config": config_dict(step.config),
         "source": card.onnx_sha256 or file_sha256(card.onnx_path),
@@ -116,7 +119,7 @@ def apply_pass(step: Pass, card: ModelCard, context: PassContext) -> ModelCard:
         history = [*card.extra.get("passes", []), {"pass": step.name, "config": config_dict(step.config)}]
         derived = replace(
             card,
-            name=f"{card.name}+{step.name}",
+            name=f"{card.name}.{step.name}",  # servable: model names allow [A-Za-z0-9_.-]
             onnx_path=model_path,
             inputs=changed.inputs or card.inputs,
             preprocess=changed.preprocess or card.preprocess,

@@ -9,11 +9,12 @@ import hashlib
 import json
 import shutil
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,16 +61,20 @@ class Transformed:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-class Pass(Protocol):
-    """One optimization step."""
+class Pass(ABC):
+    """One optimization step: a name, whether it calibrates, a frozen config (the given one, or the defaults)."""
 
     name: ClassVar[str]
-    uses_calibration: ClassVar[bool]
+    uses_calibration: ClassVar[bool] = False
+    Config: ClassVar[type]
     config: Any
 
+    def __init__(self, config: Any = None) -> None:
+        self.config = config if config is not None else self.Config()
+
+    @abstractmethod
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write the transformed model into folder; return its path and what else changed."""
-        ...
 
 
 def config_dict(config: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidModel
 from turboinfer.core.types import ImagePreprocess, TensorSpec
-from turboinfer.optimize.passes.base import PassContext, Transformed
+from turboinfer.optimize.passes.base import Pass, PassContext, Transformed
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class FoldConfig:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ("layout",)
 
 
-class FoldNormalization:
+class FoldNormalization(Pass):
     """Prepend Cast → (Transpose) → Mul → Add to the graph: x_float = (x_uint8 / 255 − mean) / std.
 
     A prologue, not weights folded into the first convolution: folding into the weights changes what the
@@ -34,10 +34,8 @@ class FoldNormalization:
     """
 
     name: ClassVar[str] = "fold-normalize"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: FoldConfig | None = None) -> None:
-        self.config = config or FoldConfig()
+    Config = FoldConfig
+    config: FoldConfig
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write the model with a normalizing prologue and a uint8 input to folder/model.onnx."""

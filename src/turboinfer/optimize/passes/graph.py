@@ -10,7 +10,7 @@ import onnx
 
 from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidModel
-from turboinfer.optimize.passes.base import PassContext, Transformed
+from turboinfer.optimize.passes.base import Pass, PassContext, Transformed
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class OrtGraphConfig:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ("level",)
 
 
-class OrtGraph:
+class OrtGraph(Pass):
     """Run ONNX Runtime's graph optimizer once and save the result, so sessions load the optimized graph.
 
     "all" adds layout transforms for this CPU's kernels (not portable to another machine); "extended" is the
@@ -29,10 +29,8 @@ class OrtGraph:
     """
 
     name: ClassVar[str] = "ort-graph"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: OrtGraphConfig | None = None) -> None:
-        self.config = config or OrtGraphConfig()
+    Config = OrtGraphConfig
+    config: OrtGraphConfig
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write ORT's optimized graph to folder/model.onnx."""
@@ -56,14 +54,12 @@ class OnnxSlimConfig:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ()
 
 
-class OnnxSlim:
+class OnnxSlim(Pass):
     """Constant folding, shape-op elimination and dead-node removal with onnxslim."""
 
     name: ClassVar[str] = "onnxslim"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: OnnxSlimConfig | None = None) -> None:
-        self.config = config or OnnxSlimConfig()
+    Config = OnnxSlimConfig
+    config: OnnxSlimConfig
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write the slimmed model to folder/model.onnx."""
@@ -83,14 +79,12 @@ class FusionConfig:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ()
 
 
-class TransformerFusion:
+class TransformerFusion(Pass):
     """Fuse BERT-style subgraphs into ORT's contrib ops (Attention, SkipLayerNormalization, BiasGelu)."""
 
     name: ClassVar[str] = "ort-fusion"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: FusionConfig | None = None) -> None:
-        self.config = config or FusionConfig()
+    Config = FusionConfig
+    config: FusionConfig
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write the fused model to folder/model.onnx and record which fusions happened."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidModel
-from turboinfer.optimize.passes.base import Feeds, PassContext, Transformed
+from turboinfer.optimize.passes.base import Feeds, Pass, PassContext, Transformed
 from turboinfer.runtime.openvino import import_openvino
 
 
@@ -34,14 +34,12 @@ class ConvertConfig:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ()
 
 
-class OpenVinoConvert:
+class OpenVinoConvert(Pass):
     """ONNX → OpenVINO IR, so later loads skip the ONNX frontend."""
 
     name: ClassVar[str] = "openvino-ir"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: ConvertConfig | None = None) -> None:
-        self.config = config or ConvertConfig()
+    Config = ConvertConfig
+    config: ConvertConfig
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write folder/model.xml (+ .bin)."""
@@ -72,14 +70,13 @@ class NncfInt8Config:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ("preset", "accuracy_control")
 
 
-class NncfInt8:
+class NncfInt8(Pass):
     """INT8 with NNCF on an OpenVINO model, calibrated on real inputs."""
 
     name: ClassVar[str] = "nncf-int8"
     uses_calibration: ClassVar[bool] = True
-
-    def __init__(self, config: NncfInt8Config | None = None) -> None:
-        self.config = config or NncfInt8Config()
+    Config = NncfInt8Config
+    config: NncfInt8Config
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Quantize and write folder/model.xml (+ .bin)."""

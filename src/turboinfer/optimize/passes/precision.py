@@ -10,7 +10,7 @@ from typing import ClassVar
 import onnx
 
 from turboinfer.core.card import ModelCard
-from turboinfer.optimize.passes.base import PassContext, Transformed
+from turboinfer.optimize.passes.base import Pass, PassContext, Transformed
 
 
 @dataclass(frozen=True)
@@ -22,14 +22,12 @@ class Fp16Config:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ()
 
 
-class Fp16:
+class Fp16(Pass):
     """Weights and activations in FP16 (ONNX Runtime's converter), for the CUDA and TensorRT providers."""
 
     name: ClassVar[str] = "fp16"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: Fp16Config | None = None) -> None:
-        self.config = config or Fp16Config()
+    Config = Fp16Config
+    config: Fp16Config
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write the FP16 model to folder/model.onnx."""

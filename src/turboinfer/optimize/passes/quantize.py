@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 import onnx
 
 from turboinfer.core.card import ModelCard
-from turboinfer.optimize.passes.base import Feeds, PassContext, Transformed
+from turboinfer.optimize.passes.base import Feeds, Pass, PassContext, Transformed
 from turboinfer.optimize.passes.graph import node_count
 
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
@@ -52,14 +52,12 @@ class DynamicInt8Config:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ("per_channel",)
 
 
-class OrtDynamicInt8:
+class OrtDynamicInt8(Pass):
     """INT8 weights; activations quantized per call from their observed range (no calibration)."""
 
     name: ClassVar[str] = "ort-int8-dynamic"
-    uses_calibration: ClassVar[bool] = False
-
-    def __init__(self, config: DynamicInt8Config | None = None) -> None:
-        self.config = config or DynamicInt8Config()
+    Config = DynamicInt8Config
+    config: DynamicInt8Config
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Write the quantized model to folder/model.onnx."""
@@ -108,14 +106,13 @@ class StaticInt8Config:
     SEARCHABLE: ClassVar[tuple[str, ...]] = ("per_channel", "calibration", "activation_type")
 
 
-class OrtStaticInt8:
+class OrtStaticInt8(Pass):
     """INT8 weights and activations in QDQ form, activation ranges calibrated on real inputs."""
 
     name: ClassVar[str] = "ort-int8-static"
     uses_calibration: ClassVar[bool] = True
-
-    def __init__(self, config: StaticInt8Config | None = None) -> None:
-        self.config = config or StaticInt8Config()
+    Config = StaticInt8Config
+    config: StaticInt8Config
 
     def transform(self, card: ModelCard, folder: Path, context: PassContext) -> tuple[Path, Transformed]:
         """Calibrate on the context's calibration inputs and write the QDQ model to folder/model.onnx."""

@@ -1,7 +1,9 @@
 """`turboinfer profile` on the three reference models: the tool's own wall time, its stage/roofline summary, and
 the ONNX Runtime profiler's overhead on model latency (interleaved, with and without profiling).
 
-Run: .venv/bin/python benchmarks/profile.py > out/profile.md
+Run: .venv/bin/python benchmarks/profile_models.py > out/profile.md
+(Not "profile.py": a script folder comes first on sys.path, and that name would shadow the standard library's
+`profile` module, which torch imports through cProfile.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Serving claims, measured end to end over HTTP on loopback → markdown for docs/benchmarks.md.
 
-Run: .venv/bin/python benchmarks/serve.py [batching|overhead|overload|soak|peers ...] > out/serve.md
-- batching: --max-batch 1 against 8, highest open-loop rate whose p99 stays under the target (real photos).
+Run: .venv/bin/python benchmarks/serve.py [batching|batching-tensors|overhead|overload|soak|peers ...]
+- batching: --max-batch 1 against 8, highest open-loop rate whose p99 stays under the target (real photos);
+  batching-tensors: the same with the photos' preprocessed tensors as V2 binary requests (no decode).
 - overhead: server throughput (V2 binary requests of one image, --max-batch 8) against the raw model at batch 8,
   on ORT static INT8 of EfficientNet-Lite0; raw phases before and after the server phase.
 - overload: 3× the sustainable rate: refusal latency, admitted p99 against the unloaded p99.
@@ -113,10 +114,17 @@ def form_bodies(settings: Settings) -> list[Request]:
     return out
 
 
-def batching(settings: Settings) -> None:
-    """--max-batch 1 against 8 on the image route."""
-    bodies = photo_bodies(settings)
-    print(f"#### Batching gain\n\n{len(bodies)} real JPEGs to `/v1/models/{MODEL}/image`, p99 target "
+def batching(settings: Settings, tensors: bool = False) -> None:
+    """--max-batch 1 against 8: real photos on the image route, or (tensors) their preprocessed tensors as V2
+    binary requests, which leaves the model alone on the cores."""
+    if tensors:
+        card = build_zoo_model(MODEL, settings)
+        sets = input_sets(card, settings, n_calibration=4, n_evaluation=24)
+        bodies = [v2_binary_request(feeds(card, sets.evaluation, i, i + 1)) for i in range(24)]
+        route, what = f"/v2/models/{MODEL}/infer", "24 preprocessed real photos as V2 binary tensors"
+    else:
+        bodies, route, what = photo_bodies(settings), f"/v1/models/{MODEL}/image", "24 real JPEGs"
+    print(f"#### Batching gain ({'tensors' if tensors else 'photos'})\n\n{what} to `{route}`, p99 target "
           f"{P99_TARGET_S * 1e3:.0f} ms.\n")  # fmt: skip
     print(
         "| --max-batch | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients: req/s | p50 ms | p99 ms |"
@@ -125,7 +133,7 @@ def batching(settings: Settings) -> None:
     for max_batch in (1, 8):
         port = free_port()
         server = start(MODEL, port, "--max-batch", str(max_batch), "--max-delay-ms", "5")
-        url = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image"
+        url = f"http://127.0.0.1:{port}{route}"
         try:
             best, _ = asyncio.run(rate_sweep(url, bodies, P99_TARGET_S, start_rate=5, step_seconds=5, refine_steps=2))
             closed = asyncio.run(closed_loop(url, bodies, 16, 10.0))
@@ -227,7 +235,7 @@ def soak(settings: Settings, minutes: float = 10.0) -> None:
 
 def peers(settings: Settings) -> None:
     """LitServe against turboinfer: same ONNX model, same data path, max batch 8, 5 ms delay, one worker."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "litserve"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "litserve", "python-multipart"], check=True)
     card = build_zoo_model(MODEL, settings)
     rates = {}
     for name in ("turboinfer", "litserve"):
@@ -260,7 +268,9 @@ def main() -> None:
     settings = Settings.from_env(os.environ)
     print(f"Command: `benchmarks/serve.py {' '.join(parts)}`\n")
     for part in parts:
-        {"batching": batching, "overhead": overhead, "overload": overload, "soak": soak, "peers": peers}[part](settings)
+        parts_by_name = {"batching": batching, "batching-tensors": lambda s: batching(s, tensors=True),
+                         "overhead": overhead, "overload": overload, "soak": soak, "peers": peers}  # fmt: skip
+        parts_by_name[part](settings)
         sys.stdout.flush()
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from turboinfer.core.card import ModelCard
-from turboinfer.optimize.data import InputSets, feeds, input_sets
+from turboinfer.optimize.data import InputSets, input_sets
 from turboinfer.optimize.evaluate import batches, run_all
 from turboinfer.optimize.passes.base import PassContext
 from turboinfer.runtime.session import SessionOptions, open_session
@@ -42,7 +42,3 @@ def minilm_context(minilm_sets, tmp_path_factory) -> PassContext:
 def outputs(card: ModelCard, sets: InputSets, backend: str = "ort") -> dict[str, np.ndarray]:
     """Outputs of card on the evaluation set."""
     return run_all(open_session(card.onnx_path, backend, SessionOptions(intra_threads=2)), card, sets.evaluation)
-
-
-def first_feeds(card: ModelCard, sets: InputSets) -> dict[str, np.ndarray]:
-    return feeds(card, sets.evaluation, 0, 2)

@@ -141,7 +141,7 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
         percentile = Candidate((Step("ort-int8-static", {"calibration": "percentile"}),), "ort", base)
         int8 = [Candidate((Step("ort-int8-static"),), "ort", base), *nncf, *([] if plan.quick else [percentile])]
     skipped: list[Skipped] = []
-    if any(flag in cpu.isa for flag in INT8_ISA) or plan.strategy != "staged":
+    if any(flag in cpu.isa for flag in INT8_ISA):
         candidates += int8
     else:
         reason = "INT8 cannot pay on this CPU: no VNNI or AMX (u8×s8 without VNNI saturates and is slow)"

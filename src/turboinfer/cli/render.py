@@ -263,6 +263,8 @@ def optimize_result(result: OptimizeResult) -> None:
     if result.culprits:
         trials = ", ".join(f"{t['float_nodes']}→{t['metric']:.3f}" for t in result.culprits["trials"])
         console.print(f"culprit finder on {escape(result.culprits['candidate'])}: nodes in float → metric: {trials}")
+        if result.culprits.get("error"):
+            console.print(f"culprit finder stopped: {escape(result.culprits['error'])}")
     if result.true_top1:
         console.print(f"true top-1 on labelled photos: original {result.true_top1['original']:.2f}, "
                       f"chosen {result.true_top1['chosen']:.2f}")  # fmt: skip

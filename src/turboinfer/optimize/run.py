@@ -110,17 +110,12 @@ class Optimizer:
         start = time.perf_counter()
         try:
             card, session = self.open(candidate)
-        except TurboinferError as err:
-            return outcome.with_status("failed", str(err))
-        except Exception as err:  # a library failed on this model: the candidate is out, the search goes on
-            return outcome.with_status("failed", f"{type(err).__name__}: {str(err).splitlines()[0][:300]}")
-        outcome.build_s = time.perf_counter() - start
-        outcome.card_path, outcome.size_bytes = str(card.card_path), model_bytes(card)
-        outcome.precision = str(session.describe().get("precision", ""))
-        try:
+            outcome.build_s = time.perf_counter() - start
+            outcome.card_path, outcome.size_bytes = str(card.card_path), model_bytes(card)
+            outcome.precision = str(session.describe().get("precision", ""))
             result = self.reference.fidelity(session, card)
-        except TurboinferError as err:
-            return outcome.with_status("failed", str(err))
+        except Exception as err:  # a library failed on this model: the candidate is out, the search goes on
+            return outcome.with_status("failed", failure_message(err))
         outcome.fidelity = result.metrics
         batch = candidate.batch or self.plan.batch
         timed = self.reference.compare(
@@ -147,12 +142,14 @@ class Optimizer:
         broken = static_int8_candidates(rows)
         if broken is None:
             return None, None
-        float_card = self.build(replace(broken, steps=broken.steps[:-1]))
-        qdq_card = self.build(broken)
-        probe = list(batches(float_card, self.sets.calibration, 8))[:4]
-        ranked = rank_nodes(float_card, qdq_card, probe)
         least = self.budget.top1_agreement if self.card.task == "classify" else self.budget.cosine_mean
-        search = find_culprits(broken, ranked, self.tuning_metric, least)
+        try:
+            float_card = self.build(replace(broken, steps=broken.steps[:-1]))
+            probe = list(batches(float_card, self.sets.calibration, 8))[:4]
+            ranked = rank_nodes(float_card, self.build(broken), probe)
+            search = find_culprits(broken, ranked, self.tuning_metric, least)
+        except Exception as err:  # the culprit search is advice: its failure must not end the search
+            return None, {"candidate": broken.label, "trials": [], "restored": False, "error": failure_message(err)}
         report = {"candidate": broken.label, **search.to_dict()}
         if not search.nodes:
             return None, report
@@ -175,6 +172,14 @@ class Optimizer:
             logits = run_all(session, card, crops)[self.reference.output]
             scores[name] = label_accuracy(logits, labels[: len(logits)])
         return scores
+
+
+def failure_message(err: Exception) -> str:
+    """One line for a failed candidate: our own message, or the library's first line with its type."""
+    if isinstance(err, TurboinferError):
+        return str(err)
+    first = (str(err).splitlines() or [""])[0]
+    return f"{type(err).__name__}: {first[:300]}"
 
 
 def data_key(items: Any) -> str:

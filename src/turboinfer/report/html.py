@@ -173,6 +173,7 @@ def optimize_html(data: dict[str, Any]) -> str:
         + html.escape(", ".join(f"{t['float_nodes']} → {t['metric']:.3f}" for t in culprits["trials"]))
         + (f"; restored with {len(culprits['nodes'])} nodes in float.</p>" if culprits["restored"] else
            "; no subset tried restored the budget.</p>")
+        + (f"<p>It stopped on an error: {html.escape(culprits['error'])}</p>" if culprits.get("error") else "")
         if culprits else ""
     )  # fmt: skip
     top1 = data.get("true_top1") or {}

@@ -70,3 +70,19 @@ def test_unknown_backend_and_provider(tiny_model):
         open_session(tiny_model, "tensorflow")
     with pytest.raises(InvalidModel, match="not available"):
         open_session(tiny_model, "ort", SessionOptions(provider="tensorrt"))
+
+
+def test_executor_options_change_nothing_in_the_answer(tiny_model):
+    x = np.random.default_rng(3).standard_normal((5, 4)).astype(np.float32)
+    want = open_session(tiny_model).run({"x": x})["y"]
+    for options in (SessionOptions(memory_arena=False), SessionOptions(spin=True, intra_threads=2)):
+        session = open_session(tiny_model, "ort", options)
+        np.testing.assert_array_equal(session.run({"x": x})["y"], want)
+        assert session.describe()["options"]["memory_arena"] is options.memory_arena
+
+
+def test_an_openvino_ir_is_refused_by_onnx_runtime_with_the_reason(tmp_path):
+    ir = tmp_path / "model.xml"
+    ir.write_text("<net/>")
+    with pytest.raises(InvalidModel, match="OpenVINO IR: run it on the openvino backend"):
+        open_session(ir, "ort")

@@ -99,6 +99,8 @@ class Plan:
     """Candidates the random strategy draws."""
     seed: int = 0
     n_calibration: int = 128
+    calibration_batch: int = 16
+    """Calibration inputs held in memory per step at most (lower it when calibration runs out of memory)."""
     n_evaluation: int = 500
     seconds_per_candidate: float = 4.0
     """Interleaved timing of each candidate against the original, wall-clock seconds."""
@@ -150,8 +152,8 @@ class Plan:
             raise InvalidInput(f"objective is latency or throughput, got {self.objective!r}")
         if self.strategy not in ("staged", "exhaustive", "random"):
             raise InvalidInput(f"strategy is staged, exhaustive or random, got {self.strategy!r}")
-        if self.batch < 1 or self.n_evaluation < 10 or self.n_calibration < 1 or self.trials < 1:
-            raise InvalidInput("batch, trials and n_calibration must be ≥ 1 and n_evaluation ≥ 10")
+        if min(self.batch, self.n_calibration, self.calibration_batch, self.trials) < 1 or self.n_evaluation < 10:
+            raise InvalidInput("batch, trials, n_calibration and calibration_batch must be ≥ 1, n_evaluation ≥ 10")
         if not 0 <= self.budget < 1:
             raise InvalidInput(f"budget is an allowed drop between 0 and 1, got {self.budget}")
         return self

@@ -89,6 +89,7 @@ class Optimizer:
             calibration_key=data_key(self.sets.calibration),
             tuning=lambda card: [feeds(card, self.sets.calibration, i, i + 1) for i in range(n_tuning)],
             item_score=self.reference.item_score,
+            max_calibration_batch=plan.calibration_batch,
         )
         self.original = Candidate((), "ort", self.base)
 

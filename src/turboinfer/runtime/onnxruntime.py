@@ -52,6 +52,7 @@ def session_options(options: SessionOptions) -> ort.SessionOptions:
     so.inter_op_num_threads = options.inter_threads
     so.execution_mode = ort.ExecutionMode.ORT_PARALLEL if options.parallel else ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
+    so.enable_cpu_mem_arena = so.enable_mem_pattern = options.memory_arena
     so.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.spin else "0")
     return so
 

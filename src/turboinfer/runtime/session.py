@@ -32,6 +32,8 @@ class SessionOptions:
     """ORT execution provider; auto picks TensorRT, then CUDA, when present, else CPU."""
     parallel: bool = False
     """ORT execution mode: run independent branches in parallel."""
+    memory_arena: bool = True
+    """ORT's CPU memory arena (faster allocation, memory held for reuse) and its memory-pattern planning."""
     spin: bool = False
     """Let idle ORT intra-op threads spin. Off by default: on a small CPU the spinning threads steal the cores
     from everything else in the process (the data path, a second session, the server)."""

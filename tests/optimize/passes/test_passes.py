@@ -110,9 +110,10 @@ def test_fp16_converts_weights_and_keeps_float32_io(tiny_model, tmp_path):
 
 def test_session_tuning_stays_within_the_usable_cpus():
     cpu = CpuInfo("cpu", "x86_64", 8, 8, 2.0, ())  # 8 visible cores, a 2-CPU cgroup quota
-    options = tuned_options(SessionOptions(intra_threads=2), cpu, SessionTuningConfig(try_parallel=True))
-    assert [o.intra_threads for o in options if not o.parallel] == [1]
-    assert any(o.parallel for o in options)
+    config = SessionTuningConfig(try_parallel=True, try_no_arena=True)
+    options = tuned_options(SessionOptions(intra_threads=2), cpu, config)
+    assert [o.intra_threads for o in options if not o.parallel and o.memory_arena] == [1]
+    assert any(o.parallel for o in options) and any(not o.memory_arena for o in options)
     assert tuned_options(SessionOptions(), cpu, SessionTuningConfig(threads=(1, 4, 8))) == [
         SessionOptions(intra_threads=1)
     ]
@@ -123,3 +124,9 @@ def test_unknown_passes_and_bad_configs_are_named():
         make_pass("turbo")
     with pytest.raises(InvalidInput, match="bad config for pass 'ort-int8-static'"):
         make_pass("ort-int8-static", {"bits": 4})
+
+
+def test_calibration_batches_are_bounded(effnet, effnet_context):
+    bounded = replace(effnet_context, max_calibration_batch=4)
+    sizes = [len(feeds["image"]) for feeds in bounded.calibration_batches(effnet, 16)]
+    assert sizes and max(sizes) == 4 and sum(sizes) == 16  # every calibration input, four at a time

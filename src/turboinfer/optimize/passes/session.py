@@ -20,7 +20,9 @@ class SessionTuningConfig:
     """Intra-op thread counts; empty = 1 and every count up to the usable CPUs (cgroup quota, affinity)."""
     try_parallel: bool = False
     """Also try ORT's parallel executor (helps only graphs with independent branches)."""
-    SEARCHABLE: ClassVar[tuple[str, ...]] = ("threads", "try_parallel")
+    try_no_arena: bool = False
+    """Also try ORT without its memory arena and memory patterns (less memory held, slower allocation)."""
+    SEARCHABLE: ClassVar[tuple[str, ...]] = ("threads", "try_parallel", "try_no_arena")
 
 
 def thread_choices(cpu: CpuInfo, config: SessionTuningConfig) -> tuple[int, ...]:
@@ -34,4 +36,6 @@ def tuned_options(base: SessionOptions, cpu: CpuInfo, config: SessionTuningConfi
     options = [replace(base, intra_threads=t) for t in thread_choices(cpu, config)]
     if config.try_parallel:
         options.append(replace(base, parallel=True, inter_threads=cpu.usable_cpus))
+    if config.try_no_arena:
+        options.append(replace(base, memory_arena=False))
     return [o for o in options if o != base]

@@ -113,3 +113,11 @@ def test_a_folded_variant_serves_photos_with_the_same_answer(effnet, effnet_cont
         status, _, body = call(f"{base}/v1/models/{folded.name}/image", photo, {"Content-Type": "image/png"})
     assert status == 200, body
     assert json.loads(body)["top5"][0]["class"] in CAT_CLASSES
+
+
+def test_a_p99_target_rejects_candidates_that_break_it(settings):
+    space = (Candidate((), "ort", TWO), Candidate((Step("fold-normalize"),), "ort", TWO))
+    plan = Plan("efficientnet-lite0", strategy="exhaustive", space=space, p99_target_ms=0.01, **SMALL)
+    folded = run(plan, settings).outcomes[-1]
+    assert folded.status == "rejected" and folded.reason.startswith("rejected: p99 ")
+    assert folded.reason.endswith("> target 0.01 ms") and folded.p99_s >= folded.median_s

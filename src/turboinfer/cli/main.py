@@ -200,6 +200,9 @@ def optimize(
     budget: Annotated[str, typer.Option(help="Allowed fidelity drop, e.g. 1% (top-1 agreement / cosine).")] = "1%",
     objective: Annotated[str, typer.Option(help="latency (at --batch) or throughput (items/s).")] = "latency",
     batch: Annotated[int, typer.Option(min=1)] = 1,
+    p99_target_ms: Annotated[
+        float | None, typer.Option(help="Reject candidates whose p99 per call exceeds this (with throughput).")
+    ] = None,
     swap: Annotated[list[str] | None, typer.Option(help="A lighter model to try instead (repeatable).")] = None,
     strategy: Annotated[str, typer.Option(help="staged, exhaustive or random.")] = "staged",
     trials: Annotated[int, typer.Option(min=1, help="Candidates the random strategy draws.")] = 12,
@@ -219,8 +222,8 @@ def optimize(
     """Search passes, backends and options; keep the fastest variant inside the accuracy budget, explained."""
     fields = {
         "model": model, "inputs": str(inputs) if inputs else None, "budget": percent(budget, "--budget"),
-        "objective": objective, "batch": batch, "swap": swap or [], "strategy": strategy, "trials": trials,
-        "metric": metric, "metric_min": metric_min, "out_dir": str(out),
+        "objective": objective, "batch": batch, "p99_target_ms": p99_target_ms, "swap": swap or [],
+        "strategy": strategy, "trials": trials, "metric": metric, "metric_min": metric_min, "out_dir": str(out),
     }  # fmt: skip
     plan = load_plan(config, {"model": model}) if config else Plan.from_dict(fields)
     plan = quick_plan(plan) if quick else plan

@@ -48,6 +48,8 @@ class Timed:
 
     median_s: float
     """Median latency of one candidate call, seconds."""
+    p99_s: float
+    """99th percentile of the same calls, seconds."""
     ratio: PairedRatio
     """Time per item, candidate over original."""
 
@@ -105,7 +107,8 @@ class Reference:
                 call()
         samples = interleave(calls, rounds=100_000, max_seconds=seconds, min_rounds=20)
         ratio = paired_ratio_ci(samples["first"] / first.batch, samples["second"] / second.batch)
-        return Timed(float(np.median(samples["second"])), ratio)
+        second_s = samples["second"]
+        return Timed(float(np.median(second_s)), float(np.percentile(second_s, 99)), ratio)
 
 
 @dataclass(frozen=True)

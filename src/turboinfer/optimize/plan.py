@@ -90,6 +90,9 @@ class Plan:
     """Allowed fidelity drop: top-1 agreement / mean cosine ≥ 1 − budget, min cosine ≥ 1 − 2·budget."""
     objective: Literal["latency", "throughput"] = "latency"
     batch: int = 1
+    p99_target_ms: float | None = None
+    """Latency bound per call: a candidate whose p99 exceeds it is rejected, so with the throughput objective
+    the search finds the most items/s under a p99 target."""
     sequence: int = 128
     """Token length of text inputs."""
     swap: tuple[str, ...] = ()
@@ -154,6 +157,8 @@ class Plan:
             raise InvalidInput(f"strategy is staged, exhaustive or random, got {self.strategy!r}")
         if min(self.batch, self.n_calibration, self.calibration_batch, self.trials) < 1 or self.n_evaluation < 10:
             raise InvalidInput("batch, trials, n_calibration and calibration_batch must be ≥ 1, n_evaluation ≥ 10")
+        if self.p99_target_ms is not None and self.p99_target_ms <= 0:
+            raise InvalidInput(f"p99_target_ms must be positive, got {self.p99_target_ms}")
         if not 0 <= self.budget < 1:
             raise InvalidInput(f"budget is an allowed drop between 0 and 1, got {self.budget}")
         return self
@@ -187,6 +192,7 @@ class Outcome:
     fidelity: dict[str, float] = field(default_factory=dict)
     median_s: float | None = None
     """Median latency of one call at the candidate's batch, seconds."""
+    p99_s: float | None = None
     ratio: float | None = None
     """Time per item, candidate over original (< 1 = faster), from interleaved runs."""
     ratio_ci: tuple[float, float] | None = None

@@ -122,13 +122,19 @@ class Optimizer:
         timed = self.reference.compare(
             self.reference.original(self.plan.batch), Runner(session, card, batch), self.plan.seconds_per_candidate
         )
-        outcome.median_s, outcome.ratio, outcome.ratio_ci = timed.median_s, timed.ratio.ratio, timed.ratio.ci
-        reason = breach(result, self.budget)
+        outcome.median_s, outcome.p99_s = timed.median_s, timed.p99_s
+        outcome.ratio, outcome.ratio_ci = timed.ratio.ratio, timed.ratio.ci
+        reason = breach(result, self.budget) or self.over_target(timed.p99_s)
         if candidate == self.original:
             return outcome.with_status("original", "the reference every candidate is measured against")
         return (
             outcome.with_status("rejected", f"rejected: {reason}") if reason else outcome.with_status("not chosen", "")
         )
+
+    def over_target(self, p99_s: float) -> str | None:
+        """Why a p99 breaks the plan's latency target, or None."""
+        target = self.plan.p99_target_ms
+        return f"p99 {p99_s * 1e3:.1f} ms > target {target:g} ms" if target and p99_s * 1e3 > target else None
 
     def tuning_metric(self, candidate: Candidate) -> float:
         """The budget's main metric on the tuning (calibration) split, for the culprit search."""

@@ -43,6 +43,10 @@ def test_bad_plans_are_refused_with_the_reason(tmp_path):
         Plan.from_dict({"model": "m", "objective": "speed"})
     with pytest.raises(InvalidInput, match="budget"):
         Plan.from_dict({"model": "m", "budget": 2})
+    with pytest.raises(InvalidInput, match="p99_target_ms must be positive"):
+        Plan.from_dict({"model": "m", "p99_target_ms": -5})
+    with pytest.raises(InvalidInput, match="calibration_batch"):
+        Plan.from_dict({"model": "m", "calibration_batch": 0})
     with pytest.raises(InvalidInput, match="bad candidate"):
         Plan.from_dict({"model": "m", "space": [{"options": {"threads": 3}}]})
     (tmp_path / "bad.yaml").write_text("[1, 2")

@@ -121,3 +121,13 @@ def test_a_p99_target_rejects_candidates_that_break_it(settings):
     folded = run(plan, settings).outcomes[-1]
     assert folded.status == "rejected" and folded.reason.startswith("rejected: p99 ")
     assert folded.reason.endswith("> target 0.01 ms") and folded.p99_s >= folded.median_s
+
+
+def test_failure_messages_keep_the_library_line_and_our_own_words():
+    from turboinfer.optimize.run import failure_message
+
+    assert failure_message(RuntimeError("shape inference failed\ntraceback lines")) == (
+        "RuntimeError: shape inference failed"
+    )
+    assert failure_message(ValueError()) == "ValueError: "
+    assert failure_message(InvalidInput("bad config for pass 'x'")) == "bad config for pass 'x'"

@@ -14,7 +14,7 @@ import numpy as np
 from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import PairedRatio, paired_ratio_ci
 from turboinfer.measure.timer import interleave
-from turboinfer.optimize.accuracy import Budget, Fidelity, UserMetric, fidelity, unit_rows
+from turboinfer.optimize.accuracy import Fidelity, UserMetric, fidelity, unit_rows
 from turboinfer.optimize.data import InputSets, Items, count, feeds
 from turboinfer.runtime.session import Session
 
@@ -30,8 +30,9 @@ def fixed_batch(card: ModelCard) -> int | None:
 
 def batches(card: ModelCard, items: Items, size: int) -> Iterator[dict[str, np.ndarray]]:
     """Feeds over all items in chunks of size (the model's fixed batch wins)."""
-    step = fixed_batch(card) or size
-    total = count(items) - count(items) % step if fixed_batch(card) else count(items)
+    fixed = fixed_batch(card)
+    step = fixed or size
+    total = count(items) - count(items) % step if fixed else count(items)
     for start in range(0, total, step):
         yield feeds(card, items, start, start + step)
 
@@ -62,22 +63,25 @@ class Reference:
         card: ModelCard,
         session: Session,
         sets: InputSets,
-        budget: Budget,
         user_metric: UserMetric | None = None,
     ) -> None:
-        self.card, self.session, self.sets, self.budget = card, session, sets, budget
+        self.card, self.session, self.sets = card, session, sets
         self.output = card.outputs[0].name
         self.user_metric = user_metric
         self.evaluation = run_all(session, card, sets.evaluation)
         self.calibration = run_all(session, card, sets.calibration)
         self._calibration_units = unit_rows(self.calibration[self.output])
 
-    def fidelity(self, session: Session, card: ModelCard) -> Fidelity:
-        """Candidate fidelity to the original on the evaluation inputs."""
-        outputs = run_all(session, card, self.sets.evaluation)
-        n = len(outputs[self.output])
-        reference = {k: v[:n] for k, v in self.evaluation.items()}
-        return fidelity(self.card.task, reference, outputs, self.output, self.user_metric)
+    def fidelity(self, session: Session, card: ModelCard, tuning: bool = False) -> Fidelity:
+        """Candidate fidelity to the original on the evaluation inputs (or, tuning, the calibration inputs)."""
+        if tuning:
+            items, expected, user = self.sets.calibration, self.calibration, None
+        else:
+            items, expected, user = self.sets.evaluation, self.evaluation, self.user_metric
+        outputs = run_all(session, card, items)
+        n = len(outputs[self.output])  # a fixed-batch model leaves the last partial batch out
+        reference = {k: v[:n] for k, v in expected.items()}
+        return fidelity(self.card.task, reference, outputs, self.output, user)
 
     def item_score(self, index: int, outputs: dict[str, np.ndarray]) -> float:
         """Per-item fidelity on calibration item index: same top-1 (classify, 0/1) or cosine (embed)."""

@@ -19,7 +19,7 @@ from turboinfer.core.types import ImagePreprocess
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.models.catalog import resolve_model
 from turboinfer.models.variant import Variant
-from turboinfer.optimize.accuracy import Budget, breach, fidelity, label_accuracy, load_user_metric
+from turboinfer.optimize.accuracy import Budget, breach, label_accuracy, load_user_metric
 from turboinfer.optimize.culprit import find_culprits, static_int8_candidates, with_float_nodes
 from turboinfer.optimize.data import count, feeds, input_sets, labelled_crops
 from turboinfer.optimize.decide import decide
@@ -81,7 +81,7 @@ class Optimizer:
         self.budget = Budget.from_drop(plan.budget, plan.metric_min)
         user = load_user_metric(plan.metric) if plan.metric else None
         original = Variant(self.card, "ort", self.base).open()
-        self.reference = Reference(self.card, original, self.sets, self.budget, user)
+        self.reference = Reference(self.card, original, self.sets, user)
         n_tuning = count(self.sets.calibration)
         self.context = PassContext(
             cache_dir=settings.cache_dir / "optimize",
@@ -139,9 +139,7 @@ class Optimizer:
     def tuning_metric(self, candidate: Candidate) -> float:
         """The budget's main metric on the tuning (calibration) split, for the culprit search."""
         card, session = self.open(candidate)
-        outputs = run_all(session, card, self.sets.calibration)
-        reference = {k: v[: len(outputs[k])] for k, v in self.reference.calibration.items()}
-        return fidelity(self.card.task, reference, outputs, self.reference.output).primary
+        return self.reference.fidelity(session, card, tuning=True).primary
 
     def culprits(self, outcomes: list[Outcome]) -> tuple[Outcome | None, dict[str, Any] | None]:
         """Run the culprit finder on the fastest ORT static-INT8 candidate that broke the budget."""

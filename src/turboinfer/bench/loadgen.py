@@ -179,8 +179,12 @@ async def closed_loop(
 async def rate_sweep(
     url: str, requests: Sequence[Request], p99_target_s: float, *, start_rate: float = 10.0,
     step_seconds: float = 5.0, max_error_rate: float = 0.01, refine_steps: int = 3, max_rate: float = 100_000.0,
+    min_requests: int = 0,
 ) -> tuple[float | None, list[LoadResult]]:  # fmt: skip
-    """Highest open-loop rate whose p99 ≤ target with < max_error_rate errors: double until it fails, then bisect."""
+    """Highest open-loop rate whose p99 ≤ target with < max_error_rate errors: double until it fails, then bisect.
+
+    Each step lasts step_seconds, or longer at low rates so that it sends at least min_requests.
+    """
 
     def passes(r: LoadResult) -> bool:
         return r.ok > 0 and r.error_rate < max_error_rate and r.percentile(99) <= p99_target_s
@@ -188,13 +192,13 @@ async def rate_sweep(
     tried: list[LoadResult] = []
     good, bad, rate = None, None, start_rate
     while bad is None and rate <= max_rate:
-        tried.append(await open_loop(url, requests, rate, step_seconds))
+        tried.append(await open_loop(url, requests, rate, max(step_seconds, min_requests / rate)))
         if passes(tried[-1]):
             good, rate = rate, rate * 2
         else:
             bad = rate
     for _ in range(refine_steps if good is not None and bad is not None else 0):
         middle = (good + bad) / 2  # type: ignore[operator]
-        tried.append(await open_loop(url, requests, middle, step_seconds))
+        tried.append(await open_loop(url, requests, middle, max(step_seconds, min_requests / middle)))
         good, bad = (middle, bad) if passes(tried[-1]) else (good, middle)
     return good, tried

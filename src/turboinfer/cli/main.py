@@ -14,6 +14,7 @@ from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
+from turboinfer.cli.search import search
 from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess
@@ -35,6 +36,7 @@ from turboinfer.serve.run import run_server
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
 app.add_typer(zoo, name="zoo")
+app.add_typer(search, name="search")
 
 JsonOption = Annotated[Path | None, typer.Option("--json", help="Also write the result as JSON here.")]
 

@@ -10,9 +10,13 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from turboinfer.apps.imagesearch.case_study import CaseStudyResult
+from turboinfer.apps.imagesearch.index import IndexReport
+from turboinfer.apps.imagesearch.query import QueryResult
+from turboinfer.apps.imagesearch.recall import RecallReport
 from turboinfer.bench.ab import BenchResult
 from turboinfer.bench.decode import DecodeCase, MethodResult
 from turboinfer.bench.history import Run
@@ -56,6 +60,15 @@ def progress() -> Iterator[Callable[[str], None]]:
                   transient=True) as bar:  # fmt: skip
         task = bar.add_task("starting")
         yield lambda step: bar.update(task, description=step)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr; yields a function taking (done, total)."""
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=errors,
+                  transient=True) as bar:  # fmt: skip
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def probe(report: ProbeReport) -> None:
@@ -270,3 +283,63 @@ def optimize_result(result: OptimizeResult) -> None:
                       f"chosen {result.true_top1['chosen']:.2f}")  # fmt: skip
     console.print(f"[bold]chosen:[/] {escape(result.chosen.candidate.label)} — {escape(result.chosen.reason)}")
     console.print(f"searched {len(result.outcomes)} candidates in {result.seconds:.0f} s")
+
+
+def index_report(report: IndexReport, out: Path) -> None:
+    """What indexing did, and what it skipped."""
+    pca = (
+        f"PCA {report.dims} → {report.pca} dims ({report.pca_variance_kept:.1%} of the variance)"
+        if report.pca
+        else "no PCA"
+    )
+    console.print(f"indexed {report.photos} photos into {out} ({report.kind}, {pca}); embedded {report.embedded} "
+                  f"at {report.photos_per_s:.1f} photos/s, reused {report.reused}")  # fmt: skip
+    if report.skipped or report.not_images:
+        console.print(
+            f"skipped {len(report.skipped)} photos; passed over {report.not_images} files that are not images"
+        )
+        for path, reason in report.skipped.items():
+            console.print(f"  {escape(Path(path).name)}: {escape(reason)}", highlight=False)
+
+
+def query_result(result: QueryResult) -> None:
+    """Hits with scores, and the time per stage."""
+    table = Table("#", "score", "photo")
+    for rank, hit in enumerate(result.hits, 1):
+        table.add_row(str(rank), f"{hit.score:.4f}", escape(str(hit.path)))
+    console.print(table)
+    console.print(" · ".join(f"{stage} {ms(seconds)} ms" for stage, seconds in result.timings_s.items()))
+
+
+def recall_report(report: RecallReport) -> None:
+    """recall@1/@10 with and without PCA."""
+    table = Table("embeddings", "recall@1", "recall@10", "queries", title=f"near-duplicate retrieval, {report.model}")
+    for label, recall in ((f"PCA {report.pca}" if report.pca else "as built", report.with_pca),
+                          ("without PCA", report.without_pca)):  # fmt: skip
+        table.add_row(label, f"{recall.at_1:.3f}", f"{recall.at_10:.3f}", str(recall.queries))
+    console.print(table)
+
+
+def case_study(result: CaseStudyResult) -> None:
+    """The three contenders side by side and the goals' ratios."""
+    target = f"QPS at p99 ≤ {result.config.p99_target_s * 1e3:.0f} ms"
+    table = Table(
+        "contender",
+        target,
+        "p50 / p99 ms at ref. rate",
+        "recall@10",
+        "stages ms (decode/embed/search/http)",
+        title=f"image search end to end (reference rate {result.reference_rate or 0:.2f} req/s)",
+    )
+    for r in result.results:
+        ref = r.at_reference_rate
+        table.add_row(
+            r.contender.label,
+            f"{r.sustainable_qps or 0:.1f}",
+            f"{ms(ref.get('p50_s'))} / {ms(ref.get('p99_s'))}" if ref else "—",
+            f"{r.recall['with_pca']['at_10']:.3f}",
+            " / ".join(f"{v:.1f}" for v in r.stages_ms.values()),
+        )
+    console.print(table)
+    for name, value in result.ratios().items():
+        console.print(f"{name.replace('_', ' ')}: {'—' if value is None else f'{value:.2f}'}")

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.models.preprocess import MAX_PIXELS, check_pixel_limit, decode_image
+from turboinfer.models.preprocess import MAX_PIXELS, NOT_AN_IMAGE, check_pixel_limit, decode_image
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 JPEG_EOI = b"\xff\xd9"
@@ -70,6 +70,8 @@ def header_size(data: bytes, max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
             width, height = image.size
     except Image.DecompressionBombError as err:
         raise InvalidInput(f"image too large: {err}") from None
+    except UnidentifiedImageError:
+        raise InvalidInput(NOT_AN_IMAGE) from None
     except Exception as err:  # Pillow raises UnidentifiedImageError, OSError, SyntaxError... for bad headers
         raise InvalidInput(f"not a decodable image: {err}") from None
     check_pixel_limit(width, height, max_pixels)

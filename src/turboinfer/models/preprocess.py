@@ -20,6 +20,9 @@ MAX_PIXELS = 100_000_000
 """Refuse images above this many pixels before decoding (decompression bombs); 100 MP by default."""
 
 
+NOT_AN_IMAGE = "not a decodable image: no image format recognized in the bytes"
+
+
 def check_pixel_limit(width: int, height: int, max_pixels: int = MAX_PIXELS) -> None:
     """Raise InvalidInput when a header's width×height exceeds max_pixels (checked before decoding)."""
     if width * height > max_pixels:
@@ -41,8 +44,8 @@ def decode_pil(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
             image.load()
     except Image.DecompressionBombError as err:
         raise InvalidInput(f"image too large: {err}") from None
-    except UnidentifiedImageError as err:
-        raise InvalidInput(f"not a decodable image: {err}") from None
+    except UnidentifiedImageError:
+        raise InvalidInput(NOT_AN_IMAGE) from None
     except (OSError, SyntaxError, ValueError) as err:
         raise InvalidInput(f"corrupt or truncated image: {err}") from None
     if image.mode in ("I;16", "I;16B", "I;16L", "I"):

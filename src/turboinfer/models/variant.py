@@ -65,13 +65,17 @@ def parse_variant(text: str, settings: Settings, backend: str = "ort", threads: 
 def load_variant(path: Path, settings: Settings) -> Variant:
     """Read a .variant.json written by save_variant (or by `turboinfer optimize`)."""
     try:
-        data = json.loads(path.read_text())
-        options = SessionOptions(**data.get("options", {}))
-        return Variant(resolve_model(data["model"], settings), data.get("backend", "ort"), options)
+        return variant_from_dict(json.loads(path.read_text()), settings)
     except FileNotFoundError:
         raise InvalidInput(f"variant file not found: {path}") from None
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InvalidInput(f"variant file {path} is not valid: {err}") from None
+
+
+def variant_from_dict(data: dict[str, Any], settings: Settings) -> Variant:
+    """The Variant that Variant.to_dict described (KeyError/TypeError when fields are missing or wrong)."""
+    options = SessionOptions(**data.get("options", {}))
+    return Variant(resolve_model(data["model"], settings), data.get("backend", "ort"), options)
 
 
 def save_variant(variant: Variant, path: Path) -> Path:

@@ -148,6 +148,30 @@ def history_html(rows: list[dict[str, Any]]) -> str:
 <style>{STYLE}</style></head><body><h1>Bench history</h1>{charts or "<p>No runs yet.</p>"}{table_html}</body></html>"""
 
 
+DECISION_HEADERS = [
+    "candidate",
+    "status",
+    "speed-up",
+    "ratio CI",
+    "median ms",
+    "fidelity",
+    "MiB",
+    "precision",
+    "reason",
+]
+
+
+def decision_rows(outcomes: list[dict[str, Any]], key: str) -> list[list[Any]]:
+    """One decision-log row per optimize candidate (columns: DECISION_HEADERS)."""
+    return [
+        [o["label"], o["status"], f"{1 / o['ratio']:.2f}×" if o["ratio"] else "—",
+         f"{o['ratio_ci'][0]:.2f}–{o['ratio_ci'][1]:.2f}" if o["ratio_ci"] else "—", ms(o["median_s"]),
+         f"{o['fidelity'].get(key, float('nan')):.4f}" if o["fidelity"] else "—",
+         f"{o['size_bytes'] / 2**20:.1f}" if o["size_bytes"] else "—", o["precision"], o["reason"]]
+        for o in outcomes
+    ]  # fmt: skip
+
+
 def optimize_html(data: dict[str, Any]) -> str:
     """The optimizer's report: the choice, the Pareto plot and the decision log, from the result's to_dict()."""
     plan, chosen, outcomes = data["plan"], data["chosen"], data["outcomes"]
@@ -160,13 +184,7 @@ def optimize_html(data: dict[str, Any]) -> str:
         if o["ratio"] and key in o["fidelity"]
     ]
     chart = plots.pareto(points, least, key.replace("_", " "), "speed against fidelity")
-    rows = [
-        [o["label"], o["status"], f"{1 / o['ratio']:.2f}×" if o["ratio"] else "—",
-         f"{o['ratio_ci'][0]:.2f}–{o['ratio_ci'][1]:.2f}" if o["ratio_ci"] else "—", ms(o["median_s"]),
-         f"{o['fidelity'].get(key, float('nan')):.4f}" if o["fidelity"] else "—",
-         f"{o['size_bytes'] / 2**20:.1f}" if o["size_bytes"] else "—", o["precision"], o["reason"]]
-        for o in outcomes
-    ]  # fmt: skip
+    rows = decision_rows(outcomes, key)
     culprits = data.get("culprits")
     culprit_html = (
         f"<h2>Culprit finder</h2><p>On {html.escape(culprits['candidate'])}: trials (nodes in float → metric) "
@@ -192,6 +210,47 @@ def optimize_html(data: dict[str, Any]) -> str:
 <div class="rec"><b>{html.escape(chosen["label"])}</b><br>{html.escape(chosen["reason"])}</div>{truth}
 {image(chart, "Pareto plot")}
 <h2>Decision log</h2>
-{table(["candidate", "status", "speed-up", "ratio CI", "median ms", key, "MiB", "precision", "reason"], rows)}
+{table([*DECISION_HEADERS[:5], key, *DECISION_HEADERS[6:]], rows)}
 {culprit_html}
+</body></html>"""
+
+
+def case_study_html(data: dict[str, Any], decision_log: dict[str, Any] | None = None) -> str:
+    """The image-search case study: QPS and latency bars, stage breakdown, recall, goals, the decision log."""
+    results, config = data["results"], data["config"]
+    labels = [r["contender"]["label"] for r in results]
+    target = f"p99 ≤ {config['p99_target_s'] * 1e3:.0f} ms"
+    reference = data["reference_rate"]
+    qps = plots.bars(labels, [r["sustainable_qps"] or 0 for r in results], f"requests/s at {target}", "sustainable QPS")
+    p99 = plots.bars(labels, [(r["at_reference_rate"].get("p99_s") or 0) * 1e3 for r in results], "ms",
+                     f"p99 at the seed baseline's sustainable rate ({reference or 0:.2f}/s)")  # fmt: skip
+    stages = list(results[0]["stages_ms"])
+    breakdown = plots.stacked_bars(labels, {s: [r["stages_ms"][s] for r in results] for s in stages}, "ms",
+                                   "median time per stage, one query at a time")  # fmt: skip
+    rows = [
+        [r["contender"]["label"], r["contender"]["description"], f"{r['sustainable_qps'] or 0:.1f}",
+         ms(r["at_reference_rate"].get("p50_s")), ms(r["at_reference_rate"].get("p99_s")),
+         f"{r['recall']['with_pca']['at_1']:.3f}", f"{r['recall']['with_pca']['at_10']:.3f}",
+         f"{r['recall']['without_pca']['at_10']:.3f}", f"{r['index']['photos_per_s']:.1f}"]
+        for r in results
+    ]  # fmt: skip
+    ratios = "".join(f"<li>{html.escape(k.replace('_', ' '))}: {'—' if v is None else f'{v:.2f}'}</li>"
+                     for k, v in data["ratios"].items())  # fmt: skip
+    log = ""
+    if decision_log:
+        log = "<h2>How the optimized variant was chosen</h2>" + table(
+            [*DECISION_HEADERS[:5], "top-1 agreement", *DECISION_HEADERS[6:]],
+            decision_rows(decision_log["outcomes"], "top1_agreement"),
+        )
+    headers = ["contender", "what", f"QPS at {target}", "p50 ms at ref. rate", "p99 ms at ref. rate", "recall@1",
+               "recall@10", f"recall@10 without PCA{config['pca']}", "indexing photos/s"]  # fmt: skip
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer image-search case study</title>
+<style>{STYLE}</style></head><body>
+<h1>Image search: seed baseline vs same-model baseline vs optimized</h1>
+<p class=muted>End to end over HTTP (POST /v1/search: decode, embed, PCA + FAISS search) with augmented real
+photos as queries; open-loop load, each server in its own process on the same machine as the load generator.</p>
+{table(headers, rows)}
+<ul>{ratios}</ul>
+{image(qps, "QPS bars")}{image(p99, "p99 bars")}{image(breakdown, "stage breakdown")}
+{log}
 </body></html>"""

@@ -26,6 +26,20 @@ def bars(labels: Sequence[str], values: Sequence[float], xlabel: str, title: str
     return to_data_uri(figure)
 
 
+def stacked_bars(labels: Sequence[str], parts: dict[str, Sequence[float]], xlabel: str, title: str) -> str:
+    """Horizontal bars split into named parts (e.g. time per stage), with a legend."""
+    figure = Figure(figsize=(6.4, 0.5 * len(labels) + 1.6))
+    axes = figure.subplots()
+    left = [0.0] * len(labels)
+    for name, values in parts.items():
+        axes.barh(list(labels)[::-1], list(values)[::-1], left=left[::-1], label=name)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    axes.set_xlabel(xlabel)
+    axes.set_title(title)
+    axes.legend(loc="lower right", fontsize="small")
+    return to_data_uri(figure)
+
+
 def histogram(samples_ms: Sequence[float], title: str) -> str:
     """Latency histogram with the median and p99 marked."""
     import numpy as np

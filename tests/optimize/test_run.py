@@ -70,6 +70,14 @@ def test_an_impossible_budget_returns_the_original_with_the_reason(settings):
     assert outcome.chosen.reason == "chosen: no optimized candidate fits the budget"
 
 
+def test_judging_the_features_output_uses_the_embedding_budget(settings):
+    space = (Candidate((), "ort", TWO), Candidate((Step("ort-int8-static"),), "ort", TWO))
+    outcome = run(Plan("efficientnet-lite0", output="features", strategy="exhaustive", space=space, **SMALL), settings)
+    int8 = by_label(outcome, "ort-int8-static @ort 2t")
+    assert set(int8.fidelity) >= {"cosine_mean", "cosine_min"} and "top1_agreement" not in int8.fidelity
+    assert int8.status == "chosen" or "cosine" in int8.reason
+
+
 def test_photo_folders_skip_corrupt_files_and_refuse_too_few(effnet, settings, tmp_path):
     good = all_photos(settings)[:5]
     for path in good:

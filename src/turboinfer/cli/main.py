@@ -208,6 +208,9 @@ def optimize(
     swap: Annotated[list[str] | None, typer.Option(help="A lighter model to try instead (repeatable).")] = None,
     strategy: Annotated[str, typer.Option(help="staged, exhaustive or random.")] = "staged",
     trials: Annotated[int, typer.Option(min=1, help="Candidates the random strategy draws.")] = 12,
+    output: Annotated[
+        str | None, typer.Option(help="The output the budget judges; a classifier's features: as embeddings.")
+    ] = None,
     metric: Annotated[str | None, typer.Option(help="Your metric, module:function(reference, candidate).")] = None,
     metric_min: Annotated[float | None, typer.Option(help="Least value of --metric.")] = None,
     config: Annotated[
@@ -226,6 +229,7 @@ def optimize(
         "model": model, "inputs": str(inputs) if inputs else None, "budget": percent(budget, "--budget"),
         "objective": objective, "batch": batch, "p99_target_ms": p99_target_ms, "swap": swap or [],
         "strategy": strategy, "trials": trials, "metric": metric, "metric_min": metric_min, "out_dir": str(out),
+        "output": output,
     }  # fmt: skip
     plan = load_plan(config, {"model": model}) if config else Plan.from_dict(fields)
     plan = quick_plan(plan) if quick else plan

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidInput
 
 Outputs = Mapping[str, np.ndarray]
@@ -96,6 +97,17 @@ def embed_metrics(reference: np.ndarray, candidate: np.ndarray, k: int = 10) -> 
         "cosine_min": float(cosine.min()),
         f"recall{k}_overlap": float(overlap),
     }
+
+
+def judged(card: ModelCard, output: str | None) -> tuple[str, str]:
+    """(task, output) the budget judges: the first output as the card's task by default; any other output
+    (a classifier's "features") as an embedding."""
+    names = [spec.name for spec in card.outputs]
+    if output is None or output == names[0]:
+        return card.task, names[0]
+    if output not in names:
+        raise InvalidInput(f"{card.name} has no output {output!r}; its outputs: {', '.join(names)}")
+    return "embed", output
 
 
 def fidelity(

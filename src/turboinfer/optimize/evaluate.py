@@ -14,7 +14,7 @@ import numpy as np
 from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import PairedRatio, paired_ratio_ci
 from turboinfer.measure.timer import interleave
-from turboinfer.optimize.accuracy import Fidelity, UserMetric, fidelity, unit_rows
+from turboinfer.optimize.accuracy import Fidelity, UserMetric, fidelity, judged, unit_rows
 from turboinfer.optimize.data import InputSets, Items, count, feeds
 from turboinfer.runtime.session import Session
 
@@ -64,9 +64,10 @@ class Reference:
         session: Session,
         sets: InputSets,
         user_metric: UserMetric | None = None,
+        output: str | None = None,
     ) -> None:
         self.card, self.session, self.sets = card, session, sets
-        self.output = card.outputs[0].name
+        self.task, self.output = judged(card, output)
         self.user_metric = user_metric
         self.evaluation = run_all(session, card, sets.evaluation)
         self.calibration = run_all(session, card, sets.calibration)
@@ -81,13 +82,13 @@ class Reference:
         outputs = run_all(session, card, items)
         n = len(outputs[self.output])  # a fixed-batch model leaves the last partial batch out
         reference = {k: v[:n] for k, v in expected.items()}
-        return fidelity(self.card.task, reference, outputs, self.output, user)
+        return fidelity(self.task, reference, outputs, self.output, user)
 
     def item_score(self, index: int, outputs: dict[str, np.ndarray]) -> float:
         """Per-item fidelity on calibration item index: same top-1 (classify, 0/1) or cosine (embed)."""
         reference = self.calibration[self.output][index]
         candidate = np.asarray(outputs[self.output])[0]
-        if self.card.task == "classify":
+        if self.task == "classify":
             return float(reference.argmax() == candidate.argmax())
         return float(self._calibration_units[index] @ unit_rows(candidate[None])[0])
 

@@ -111,6 +111,9 @@ class Plan:
     """Ratio CIs inside 1 ± threshold are "no practical difference"."""
     culprits: bool = True
     """Run the culprit finder on the best ORT INT8 candidate that breaks the budget."""
+    output: str | None = None
+    """The output the budget judges (default: the first); a classifier's "features" is judged as an embedding
+    (mean/min cosine, 10-NN overlap): the budget an image-search application needs."""
     metric: str | None = None
     """A user metric "module:function" (reference outputs, candidate outputs) → float."""
     metric_min: float | None = None

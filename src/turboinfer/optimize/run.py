@@ -81,7 +81,7 @@ class Optimizer:
         self.budget = Budget.from_drop(plan.budget, plan.metric_min)
         user = load_user_metric(plan.metric) if plan.metric else None
         original = Variant(self.card, "ort", self.base).open()
-        self.reference = Reference(self.card, original, self.sets, user)
+        self.reference = Reference(self.card, original, self.sets, user, plan.output)
         n_tuning = count(self.sets.calibration)
         self.context = PassContext(
             cache_dir=settings.cache_dir / "optimize",
@@ -147,7 +147,7 @@ class Optimizer:
         broken = static_int8_candidates(rows)
         if broken is None:
             return None, None
-        least = self.budget.top1_agreement if self.card.task == "classify" else self.budget.cosine_mean
+        least = self.budget.top1_agreement if self.reference.task == "classify" else self.budget.cosine_mean
         try:
             float_card = self.build(replace(broken, steps=broken.steps[:-1]))
             probe = list(batches(float_card, self.sets.calibration, 8))[:4]
@@ -174,7 +174,7 @@ class Optimizer:
         scores = {}
         for name, candidate in (("original", self.original), ("chosen", chosen.candidate)):
             card, session = self.open(candidate)
-            logits = run_all(session, card, crops)[self.reference.output]
+            logits = run_all(session, card, crops)[card.outputs[0].name]
             scores[name] = label_accuracy(logits, labels[: len(logits)])
         return scores
 

@@ -161,6 +161,12 @@ DECISION_HEADERS = [
 ]
 
 
+def fidelity_key(outcomes: list[dict[str, Any]]) -> str:
+    """The budget's main metric in a decision log: top-1 agreement (classify) or mean cosine (embed)."""
+    measured: dict[str, float] = next((o["fidelity"] for o in outcomes if o["fidelity"]), {})
+    return "top1_agreement" if "top1_agreement" in measured else "cosine_mean"
+
+
 def decision_rows(outcomes: list[dict[str, Any]], key: str) -> list[list[Any]]:
     """One decision-log row per optimize candidate (columns: DECISION_HEADERS)."""
     return [
@@ -175,8 +181,7 @@ def decision_rows(outcomes: list[dict[str, Any]], key: str) -> list[list[Any]]:
 def optimize_html(data: dict[str, Any]) -> str:
     """The optimizer's report: the choice, the Pareto plot and the decision log, from the result's to_dict()."""
     plan, chosen, outcomes = data["plan"], data["chosen"], data["outcomes"]
-    task: dict[str, float] = next((o["fidelity"] for o in outcomes if o["fidelity"]), {})
-    key = "top1_agreement" if "top1_agreement" in task else "cosine_mean"
+    key = fidelity_key(outcomes)
     least = 1 - plan["budget"]
     points = [
         (1 / o["ratio"], o["fidelity"][key], "chosen" if o["status"] == "chosen" else "", o["status"] != "rejected")
@@ -238,9 +243,10 @@ def case_study_html(data: dict[str, Any], decision_log: dict[str, Any] | None = 
                      for k, v in data["ratios"].items())  # fmt: skip
     log = ""
     if decision_log:
+        key = fidelity_key(decision_log["outcomes"])
         log = "<h2>How the optimized variant was chosen</h2>" + table(
-            [*DECISION_HEADERS[:5], "top-1 agreement", *DECISION_HEADERS[6:]],
-            decision_rows(decision_log["outcomes"], "top1_agreement"),
+            [*DECISION_HEADERS[:5], key.replace("_", " "), *DECISION_HEADERS[6:]],
+            decision_rows(decision_log["outcomes"], key),
         )
     headers = ["contender", "what", f"QPS at {target}", "p50 ms at ref. rate", "p99 ms at ref. rate", "recall@1",
                "recall@10", f"recall@10 without PCA{config['pca']}", "indexing photos/s"]  # fmt: skip

@@ -80,4 +80,4 @@ def test_quick_case_study_writes_its_report(tmp_path, gallery, settings):
                                    "recall10_gap_points"}  # fmt: skip
     report = (out / "report.html").read_text()
     assert report.count("data:image/png;base64,") == 3 and "seed baseline" in report
-    assert "sustainable" in result.stdout
+    assert "reference rate" in result.stdout and "qps vs seed" in result.stdout

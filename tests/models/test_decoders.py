@@ -14,6 +14,7 @@ from turboinfer.models.decoders import (
     PillowDraft,
     PillowFull,
     SimpleJpeg,
+    TorchvisionJpeg,
     apply_orientation,
     available_decoders,
     choose_decoder,
@@ -25,7 +26,7 @@ from turboinfer.models.preprocess import image_tensor
 
 FULL = 1 << 30
 """min_side that no image reaches: decode at full resolution."""
-DECODERS = [SimpleJpeg(), OpenCvReduced(), PillowDraft(), PillowFull()]
+DECODERS = [SimpleJpeg(), OpenCvReduced(), PillowDraft(), TorchvisionJpeg(), PillowFull()]
 SPEC = ImagePreprocess(mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
 
 
@@ -40,7 +41,8 @@ def asymmetric_photo() -> Image.Image:
 
 
 def test_auto_picks_the_fastest_available():
-    assert [d.name for d in available_decoders()] == ["simplejpeg", "opencv", "pillow-draft", "pillow-full"]
+    names = ["simplejpeg", "opencv", "pillow-draft", "torchvision", "pillow-full"]
+    assert [d.name for d in available_decoders()] == names  # no CUDA device here, so no nvjpeg
     assert choose_decoder().name == "simplejpeg"
     with pytest.raises(InvalidInput, match="not available"):
         choose_decoder("nvjpeg-on-a-cpu")
@@ -128,3 +130,13 @@ def test_large_jpeg_is_decoded_at_reduced_scale():
     assert decoded.full_size == (4000, 3000)
     out = io.BytesIO(data)
     assert Image.open(out).size == (4000, 3000)
+
+
+@pytest.mark.gpu
+def test_nvjpeg_leads_and_matches_the_cpu_decode(settings):
+    """On a CUDA machine only (not run here: no GPU): nvJPEG is chosen and decodes like libjpeg-turbo."""
+    photo = next(p for p in all_photos(settings) if p.suffix == ".jpg").read_bytes()
+    assert choose_decoder().name == "nvjpeg"
+    on_gpu = TorchvisionJpeg("cuda").decode(photo, FULL).pixels.astype(int)
+    on_cpu = TorchvisionJpeg().decode(photo, FULL).pixels.astype(int)
+    assert on_gpu.shape == on_cpu.shape and np.abs(on_gpu - on_cpu).mean() < 2

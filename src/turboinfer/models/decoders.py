@@ -7,6 +7,7 @@ Every decoder returns RGB uint8 [H, W, 3] with EXIF orientation applied, with th
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,6 +17,7 @@ from PIL import Image, UnidentifiedImageError
 
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.preprocess import MAX_PIXELS, NOT_AN_IMAGE, check_pixel_limit, decode_image
+from turboinfer.runtime.torch import cuda_available, decode_jpeg
 
 JPEG_MAGIC = b"\xff\xd8\xff"
 JPEG_EOI = b"\xff\xd9"
@@ -198,16 +200,38 @@ class OpenCvReduced:
         return Decoded(oriented_by_opencv, (height, width) if swap else (width, height))
 
 
+@dataclass(frozen=True)
+class TorchvisionJpeg:
+    """torchvision.io.decode_jpeg at full size: libjpeg-turbo on the CPU, nvJPEG on a CUDA device (optional:
+    needs the torch extra); non-JPEG formats go through Pillow."""
+
+    device: str = "cpu"
+    max_pixels: int = MAX_PIXELS
+
+    @property
+    def name(self) -> str:
+        """ "nvjpeg" on a GPU, "torchvision" on the CPU."""
+        return "nvjpeg" if self.device.startswith("cuda") else "torchvision"
+
+    def decode(self, data: bytes, min_side: int) -> Decoded:
+        """Full-resolution decode (torchvision has no DCT scaling); min_side is ignored."""
+        width, height = header_size(data, self.max_pixels)
+        if not is_jpeg(data):
+            return Decoded.full(decode_image(data, self.max_pixels))
+        return Decoded.scaled(decode_jpeg(data, self.device), width, height, exif_orientation(data))
+
+
 def available_decoders() -> list[Decoder]:
-    """Decoders whose libraries are installed, fastest first (order measured by benchmarks/decode.py)."""
-    decoders: list[Decoder] = []
+    """Decoders whose libraries are installed, fastest first (order measured by benchmarks/decode.py); nvJPEG
+    leads when a CUDA device is present."""
+    decoders: list[Decoder] = [TorchvisionJpeg("cuda")] if cuda_available() else []
     for module, decoder in (("simplejpeg", SimpleJpeg()), ("cv2", OpenCvReduced())):
-        try:
-            __import__(module)
-        except ImportError:
-            continue
-        decoders.append(decoder)
-    return [*decoders, PillowDraft(), PillowFull()]
+        if importlib.util.find_spec(module) is not None:
+            decoders.append(decoder)
+    decoders.append(PillowDraft())
+    if importlib.util.find_spec("torchvision") is not None:
+        decoders.append(TorchvisionJpeg())
+    return [*decoders, PillowFull()]
 
 
 def choose_decoder(name: str = "auto") -> Decoder:

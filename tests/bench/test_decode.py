@@ -32,7 +32,7 @@ def test_every_method_is_measured_against_the_baseline():
     path = labelled_imagenet_photos()[0][0]
     results = compare_decoders([jpeg_case("small", path)], ImagePreprocess(), threads=(1, 2), seconds=0.3)
     by_method = {r.method: r for r in results}
-    assert set(by_method) == {BASELINE, "simplejpeg", "opencv", "pillow-draft"}
+    assert set(by_method) == {BASELINE, "simplejpeg", "opencv", "pillow-draft", "torchvision"}
     assert by_method[BASELINE].speedup is None
     assert set(by_method[BASELINE].images_per_s) == {1}
     fast = by_method["simplejpeg"]
@@ -58,6 +58,7 @@ def test_folder_cases(tmp_path):
         "simplejpeg",
         pytest.param("opencv", marks=pytest.mark.slow),
         pytest.param("pillow-draft", marks=pytest.mark.slow),
+        pytest.param("torchvision", marks=pytest.mark.slow),
     ],
 )
 def test_top1_agreement_with_the_reference_on_real_photos(decoder, effnet, settings, record_property):

@@ -49,6 +49,11 @@ class Contender:
     max_batch: int
     max_delay_ms: float
 
+    @property
+    def slug(self) -> str:
+        """The label as a file-name part."""
+        return self.label.replace(" ", "-")
+
 
 @dataclass(frozen=True)
 class CaseStudyConfig:
@@ -137,20 +142,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def search_process(index: Path, contender: Contender, timeout_s: float = 180.0) -> Iterator[str]:
-    """`turboinfer search serve` for one contender in its own process; yields its URL once ready; SIGTERM after."""
+def search_process(index: Path, contender: Contender, log: Path, timeout_s: float = 180.0) -> Iterator[str]:
+    """`turboinfer search serve` for one contender in its own process (its stderr into log); yields its URL once
+    ready; SIGTERM after."""
     port = free_port()
     command = [sys.executable, "-m", "turboinfer.cli.main", "search", "serve", str(index), "--port", str(port),
                "--model", contender.serve_model, "--preprocess", contender.preprocess,
                "--max-batch", str(contender.max_batch), "--max-delay-ms", str(contender.max_delay_ms)]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with log.open("wb") as errors:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
         while not ready(url):
             if process.poll() is not None or time.monotonic() > deadline:
-                message = process.stderr.read().decode() if process.stderr and process.poll() is not None else ""
-                raise InvalidInput(f"search server for {contender.label} did not start: {message.strip()[-500:]}")
+                tail = log.read_text(errors="replace").strip()[-500:]
+                raise InvalidInput(f"search server for {contender.label} did not start: {tail}")
             time.sleep(0.2)
         yield url
     finally:
@@ -201,7 +208,7 @@ def run_case_study(
     queries = query_requests(gallery, 32)
     study = CaseStudyResult(config, [])
     for way in ways:
-        folder = out / f"index-{way.label.replace(' ', '-')}"
+        folder = out / f"index-{way.slug}"
         shutil.rmtree(folder, ignore_errors=True)  # index from scratch: indexing throughput is measured too
         step(f"{way.label}: indexing the gallery")
         index_variant = parse_variant(way.index_model, settings)
@@ -210,7 +217,7 @@ def run_case_study(
         gallery_index = GalleryIndex(folder)
         recall = evaluate_recall(gallery_index, index_variant, queries=8 * config.samples).to_dict()
         gallery_index.close()
-        with search_process(folder, way) as url:
+        with search_process(folder, way, out / f"server-{way.slug}.log") as url:
             step(f"{way.label}: stage breakdown")
             result = ContenderResult(way, report.to_dict(), recall, stage_breakdown(url, queries[: config.samples]))
             step(f"{way.label}: finding the sustainable rate")

@@ -51,6 +51,14 @@ def test_rate_sweep_finds_the_capacity(server):
     assert len(tried) >= 3
 
 
+def test_rate_sweep_comes_down_when_it_starts_above_the_capacity(server):
+    best, tried = asyncio.run(
+        rate_sweep(f"{server}/slow", BODY, p99_target_s=0.15, start_rate=400, step_seconds=1.0, refine_steps=1)
+    )
+    assert [round(r.offered_rate) for r in tried[:2]] == [400, 200]
+    assert best is not None and 25 <= best <= 150
+
+
 def test_poisson_arrivals_have_the_asked_rate():
     times = arrival_times(1000, 10, "poisson", seed=1)
     assert len(times) == 10_000

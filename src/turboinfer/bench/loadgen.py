@@ -179,9 +179,10 @@ async def closed_loop(
 async def rate_sweep(
     url: str, requests: Sequence[Request], p99_target_s: float, *, start_rate: float = 10.0,
     step_seconds: float = 5.0, max_error_rate: float = 0.01, refine_steps: int = 3, max_rate: float = 100_000.0,
-    min_requests: int = 0,
+    min_requests: int = 0, halvings: int = 3,
 ) -> tuple[float | None, list[LoadResult]]:  # fmt: skip
-    """Highest open-loop rate whose p99 ≤ target with < max_error_rate errors: double until it fails, then bisect.
+    """Highest open-loop rate whose p99 ≤ target with < max_error_rate errors: double until a step fails (or halve,
+    up to `halvings` times, until one passes when the first fails), then bisect.
 
     Each step lasts step_seconds, or longer at low rates so that it sends at least min_requests.
     """
@@ -189,16 +190,28 @@ async def rate_sweep(
     def passes(r: LoadResult) -> bool:
         return r.ok > 0 and r.error_rate < max_error_rate and r.percentile(99) <= p99_target_s
 
-    tried: list[LoadResult] = []
-    good, bad, rate = None, None, start_rate
-    while bad is None and rate <= max_rate:
+    async def step(rate: float) -> bool:
         tried.append(await open_loop(url, requests, rate, max(step_seconds, min_requests / rate)))
-        if passes(tried[-1]):
-            good, rate = rate, rate * 2
-        else:
+        return passes(tried[-1])
+
+    tried: list[LoadResult] = []
+    good: float | None = None
+    bad: float | None = None
+    rate = start_rate
+    if not await step(rate):
+        bad = rate
+        for _ in range(halvings):
+            rate /= 2
+            if await step(rate):
+                good = rate
+                break
             bad = rate
+    else:
+        good = rate
+        while bad is None and rate * 2 <= max_rate:
+            rate *= 2
+            good, bad = (rate, bad) if await step(rate) else (good, rate)
     for _ in range(refine_steps if good is not None and bad is not None else 0):
         middle = (good + bad) / 2  # type: ignore[operator]
-        tried.append(await open_loop(url, requests, middle, max(step_seconds, min_requests / middle)))
-        good, bad = (middle, bad) if passes(tried[-1]) else (good, middle)
+        good, bad = (middle, bad) if await step(middle) else (good, middle)
     return good, tried

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,11 +44,11 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class EmbeddedBatch:
-    """Embeddings of the photos of one batch that decoded; the others with the reason."""
+    """Embeddings of the items of one batch that decoded (by position in the input); the others with the reason."""
 
-    paths: list[Path]
+    positions: list[int]
     vectors: np.ndarray
-    failed: dict[Path, str]
+    failed: dict[int, str]
 
 
 class Embedder:
@@ -79,16 +79,21 @@ class Embedder:
         """One photo's bytes → its unit-length embedding [dims]."""
         return self.embed_tensor(self.pipeline(data)[None])[0]
 
-    def embed_files(self, paths: Sequence[Path], batch_size: int = 16) -> Iterator[EmbeddedBatch]:
-        """Batches of embeddings over photo files; unreadable or undecodable ones are reported, not fatal."""
+    def embed_batches(self, items: Iterable[bytes], batch_size: int = 16) -> Iterator[EmbeddedBatch]:
+        """Batches of embeddings over image bytes decoded in parallel by the pool: per batch, the positions (in
+        items) of those embedded, their embeddings, and position → reason for those that did not decode."""
+        start = 0
         with DecodePool(self.pipeline, self.decode_threads) as pool:
-            chunks = [list(paths[i : i + batch_size]) for i in range(0, len(paths), batch_size)]
-            results = pool.map((read_or_empty(p) for chunk in chunks for p in chunk), batch_size)
-            for chunk, result in zip(chunks, results, strict=True):
-                failed = {chunk[i]: message for i, message in result.failed.items()}
-                keep = [i for i in range(len(chunk)) if i not in result.failed]
+            for result in pool.map(items, batch_size):
+                keep = [i for i in range(len(result.tensor)) if i not in result.failed]
                 vectors = self.embed_tensor(result.tensor[keep]) if keep else np.empty((0, self.dims), np.float32)
-                yield EmbeddedBatch([chunk[i] for i in keep], vectors, failed)
+                failed = {start + i: message for i, message in result.failed.items()}
+                yield EmbeddedBatch([start + i for i in keep], vectors, failed)
+                start += len(result.tensor)
+
+    def embed_files(self, paths: Sequence[Path], batch_size: int = 16) -> Iterator[EmbeddedBatch]:
+        """embed_batches over photo files read lazily (unreadable ones are reported as empty)."""
+        return self.embed_batches((read_or_empty(p) for p in paths), batch_size)
 
 
 def read_or_empty(path: Path) -> bytes:

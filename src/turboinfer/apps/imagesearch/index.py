@@ -165,14 +165,14 @@ def build_index(
             for path, reason in skips.items():
                 store.skip(db, path, reason)
         embedder = Embedder(variant)
-        begin, embedded, failed, by_path = time.perf_counter(), 0, 0, {p.path: p for p in todo}
+        begin, embedded, failed = time.perf_counter(), 0, 0
         for batch in embedder.embed_files([p.path for p in todo], config.batch):
             with store.transaction() as db:
-                for path, vector in zip(batch.paths, batch.vectors, strict=True):
-                    store.add(db, by_path[path], model, vector)
-                for path, reason in batch.failed.items():
-                    store.skip(db, path, reason)
-            embedded, failed = embedded + len(batch.paths), failed + len(batch.failed)
+                for position, vector in zip(batch.positions, batch.vectors, strict=True):
+                    store.add(db, todo[position], model, vector)
+                for position, reason in batch.failed.items():
+                    store.skip(db, todo[position].path, reason)
+            embedded, failed = embedded + len(batch.positions), failed + len(batch.failed)
             if progress:
                 progress(embedded + failed, len(todo))
         seconds = time.perf_counter() - begin

@@ -10,6 +10,7 @@ import numpy as np
 
 from turboinfer.apps.imagesearch.embed import Embedder
 from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_faiss
+from turboinfer.core.errors import InvalidInput
 from turboinfer.models.augment import augmented_set
 from turboinfer.models.variant import Variant
 
@@ -53,10 +54,11 @@ def evaluate_recall(gallery: GalleryIndex, variant: Variant, queries: int = 200,
     photos = gallery.store.photos([int(ids[i]) for i in chosen])
     augmented = augmented_set([photos[int(ids[i])].path for i in chosen], len(chosen), seed=seed)
     embedder = Embedder(variant)
-    query_vectors = np.concatenate([
-        embedder.embed_tensor(np.stack([embedder.pipeline(a.jpeg) for a in augmented[i : i + 16]]))
-        for i in range(0, len(augmented), 16)
-    ])  # fmt: skip
+    batches = list(embedder.embed_batches(a.jpeg for a in augmented))
+    failures = [message for batch in batches for message in batch.failed.values()]
+    if failures:  # every query must line up with its source
+        raise InvalidInput(f"a query photo did not decode: {failures[0]}")
+    query_vectors = np.concatenate([batch.vectors for batch in batches])
     sources = np.asarray([ids[chosen[a.source]] for a in augmented])
     config = IndexConfig(pca=gallery.meta["pca"], kind=gallery.meta["kind"])
     plain = build_faiss(ids, vectors, replace(config, pca=0))

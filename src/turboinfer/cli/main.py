@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,9 +13,9 @@ from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
+from turboinfer.cli.options import JsonOption, settings
 from turboinfer.cli.search import search
 from turboinfer.core.errors import BudgetExceeded, TurboinferError
-from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.models.variant import parse_variant
@@ -37,13 +36,6 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, op
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
 app.add_typer(zoo, name="zoo")
 app.add_typer(search, name="search")
-
-JsonOption = Annotated[Path | None, typer.Option("--json", help="Also write the result as JSON here.")]
-
-
-def settings() -> Settings:
-    """Settings from the environment (TURBOINFER_CACHE)."""
-    return Settings.from_env(os.environ)
 
 
 @app.command()

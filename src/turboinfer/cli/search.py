@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -17,8 +16,8 @@ from turboinfer.apps.imagesearch.query import index_variant, query_photo
 from turboinfer.apps.imagesearch.recall import evaluate_recall
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.cli import render
+from turboinfer.cli.options import JsonOption, settings
 from turboinfer.core.errors import InvalidInput
-from turboinfer.core.settings import Settings
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import VARIANT_SUFFIX, parse_variant
 from turboinfer.report.html import case_study_html
@@ -27,15 +26,9 @@ from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.run import run_app
 
 search = typer.Typer(no_args_is_help=True, help="Image search on turboinfer: index a gallery, query it, serve it.")
-JsonOption = Annotated[Path | None, typer.Option("--json", help="Also write the result as JSON here.")]
 ModelOption = Annotated[
     str | None, typer.Option("--model", help="Zoo name, card, MODEL@BACKEND or .variant.json (default: the index's).")
 ]
-
-
-def settings() -> Settings:
-    """Settings from the environment (TURBOINFER_CACHE)."""
-    return Settings.from_env(os.environ)
 
 
 @search.command("gallery")
@@ -135,8 +128,9 @@ def case_study_command(
 ) -> None:
     """Seed-style baseline vs same-model baseline vs the optimized pipeline, under load over HTTP."""
     config = CaseStudyConfig(p99_target_s=p99_target_ms / 1000, quick=quick, pca=pca)
+    env = settings()
     with render.progress() as step:
-        result = run_case_study(gallery, parse_variant(optimized, settings()), out, config, settings(), step)
+        result = run_case_study(gallery, parse_variant(optimized, env), out, config, env, step)
     render.case_study(result)
     render.write_json(out / "case-study.json", result.to_dict())
     log = Path(optimized).with_name("decision-log.json")

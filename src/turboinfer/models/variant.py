@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,11 @@ class Variant:
 
 
 def parse_variant(text: str, settings: Settings, backend: str = "ort", threads: int = 0) -> Variant:
-    """A Variant from "MODEL[@BACKEND]" (MODEL: zoo name, card or ONNX path) or a .variant.json file."""
+    """A Variant from "MODEL[@BACKEND]" (MODEL: zoo name, card or ONNX path) or a .variant.json file; threads,
+    when not 0, also replaces a variant file's (its backend is part of what was optimized and stays)."""
     if text.endswith(VARIANT_SUFFIX):
-        return load_variant(Path(text), settings)
+        variant = load_variant(Path(text), settings)
+        return replace(variant, options=replace(variant.options, intra_threads=threads)) if threads else variant
     model, _, chosen = text.partition("@")
     chosen = chosen or backend
     if chosen not in ALL_BACKENDS:

@@ -84,12 +84,16 @@ class ServedModel:
         """The primary's batcher."""
         return self.batchers[0]
 
+    def check_room(self) -> None:
+        """QueueFull at once when the queue (requests waiting or being decoded) is at capacity."""
+        if self.admitted + self.batcher.depth >= self.batcher.config.queue_size:
+            raise QueueFull(f"queue full ({self.batcher.config.queue_size} requests waiting or decoding)")
+
     @contextmanager
     def admission(self) -> Iterator[None]:
         """Admit an image request before its photo is decoded, or raise QueueFull at once: decoding requests that
         the queue would refuse anyway only steals the cores from the ones already accepted."""
-        if self.admitted + self.batcher.depth >= self.batcher.config.queue_size:
-            raise QueueFull(f"queue full ({self.batcher.config.queue_size} requests waiting or decoding)")
+        self.check_room()
         self.admitted += 1
         try:
             yield
@@ -220,6 +224,7 @@ class Server:
         outcome = "ok"
         try:
             model = self.model(name)
+            model.check_room()  # before reading a body that the queue would refuse anyway
             self.metrics.in_flight.labels(name).inc()
             try:
                 raw = await self.body(request)

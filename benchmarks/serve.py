@@ -194,7 +194,9 @@ def overhead(settings: Settings) -> None:
 
 
 def sustainable(url: str, bodies: list[Request]) -> float:
-    """Highest open-loop rate with p99 under the target."""
+    """Highest open-loop rate with p99 under the target, after 3 s of warm-up traffic (a slow first step would
+    otherwise cap the sweep at the start rate)."""
+    asyncio.run(closed_loop(url, bodies, 4, 3.0))
     best, _ = asyncio.run(rate_sweep(url, bodies, P99_TARGET_S, start_rate=8, step_seconds=5, refine_steps=3))
     return best or 1.0
 

@@ -5,6 +5,7 @@ import pytest
 
 from turboinfer.core.errors import InvalidInput
 from turboinfer.core.types import ImagePreprocess
+from turboinfer.models.decoders import available_decoders
 from turboinfer.models.image_pipeline import DecodePool, ImagePipeline, NormalizeTable, crop_box
 from turboinfer.models.photos import all_photos
 from turboinfer.models.preprocess import normalize
@@ -33,6 +34,12 @@ def test_uint8_nhwc_pipeline_skips_normalization(settings):
     spec = ImagePreprocess(layout="NHWC", input_dtype="uint8")
     out = ImagePipeline(spec)(all_photos(settings)[0].read_bytes())
     assert out.shape == (224, 224, 3) and out.dtype == np.uint8
+
+
+@pytest.mark.parametrize("decoder", available_decoders(), ids=lambda d: d.name)
+def test_warm_up_runs_a_real_jpeg_through_every_decoder(decoder):
+    out = ImagePipeline(ImagePreprocess(), decoder).warm_up()
+    assert out.shape == (3, 224, 224) and out.dtype == np.float32 and out.std() > 0.1  # a gradient, decoded
 
 
 def test_pool_isolates_bad_items_and_matches_single_calls(settings):

@@ -159,11 +159,13 @@ class Server:
         return worker, batcher
 
     async def load(self) -> None:
-        """Build workers and batchers, warm up at the served batch sizes, then turn ready."""
+        """Build workers and batchers, warm up at the served batch sizes (and the image pipeline), then turn ready."""
         for name, (card, session) in self._sources.items():
             batching = self.batching.get(name, self.config.batcher)
             worker, batcher = await self.runner(name, card, session, batching)
             pipeline = ImagePipeline(card.preprocess) if isinstance(card.preprocess, ImagePreprocess) else None
+            if pipeline is not None:
+                await asyncio.to_thread(pipeline.warm_up)
             model = ServedModel(name, card, [worker], [batcher], pipeline)
             if name in self._splits:
                 other_card, other_session, split = self._splits[name]

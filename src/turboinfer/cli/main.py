@@ -267,7 +267,9 @@ def serve(
     host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
     backend: Annotated[str, typer.Option(help="ort or openvino.")] = "ort",
-    threads: Annotated[int, typer.Option(help="Intra-op threads per instance; 0 = a variant file's, else the runtime default.")] = 0,
+    threads: Annotated[
+        int, typer.Option(help="Intra-op threads per instance; 0 = a variant file's, else the runtime default.")
+    ] = 0,
     max_batch: Annotated[int, typer.Option(min=1)] = 8,
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
     queue: Annotated[int, typer.Option(min=1, help="Requests accepted and waiting, per model.")] = 256,

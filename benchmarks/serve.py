@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +29,8 @@ import psutil
 
 from turboinfer.bench.loadgen import LoadResult, closed_loop, open_loop, rate_sweep
 from turboinfer.bench.requests import Request, image_requests, v2_binary_request
+from turboinfer.core.card import ModelCard
 from turboinfer.core.settings import Settings
-from turboinfer.measure.timer import TimingPolicy, time_call
 from turboinfer.models.catalog import build_zoo_model
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import Variant, load_variant, save_variant
@@ -37,7 +38,7 @@ from turboinfer.optimize.data import feeds, input_sets
 from turboinfer.optimize.evaluate import batches
 from turboinfer.optimize.passes import make_pass
 from turboinfer.optimize.passes.base import PassContext, apply_pass
-from turboinfer.runtime.session import SessionOptions
+from turboinfer.runtime.session import Session, SessionOptions
 
 P99_TARGET_S = 0.3
 MODEL = "efficientnet-lite0"
@@ -65,10 +66,21 @@ def wait_ready(url: str, process: subprocess.Popen) -> subprocess.Popen:
     raise RuntimeError(f"server did not become ready at {url}")
 
 
-def start(model: str, port: int, *options: str) -> subprocess.Popen:
+def start(model: str, port: int, *options: str, threads: int = 2) -> subprocess.Popen:
     """`turboinfer serve MODEL` in its own process, returned once ready."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "turboinfer.cli.main", "serve", model, "--port", str(port), "--threads", "2", *options],
+        [
+            sys.executable,
+            "-m",
+            "turboinfer.cli.main",
+            "serve",
+            model,
+            "--port",
+            str(port),
+            "--threads",
+            str(threads),
+            *options,
+        ],
         stdout=subprocess.DEVNULL,
     )
     return wait_ready(f"http://127.0.0.1:{port}/v2/health/ready", process)
@@ -115,81 +127,102 @@ def form_bodies(settings: Settings) -> list[Request]:
 
 
 def batching(settings: Settings, tensors: bool = False) -> None:
-    """--max-batch 1 against 8: real photos on the image route, or (tensors) their preprocessed tensors as V2
-    binary requests, which leaves the model alone on the cores."""
-    if tensors:
-        card = build_zoo_model(MODEL, settings)
-        sets = input_sets(card, settings, n_calibration=4, n_evaluation=24)
-        bodies = [v2_binary_request(feeds(card, sets.evaluation, i, i + 1)) for i in range(24)]
-        route, what = f"/v2/models/{MODEL}/infer", "24 preprocessed real photos as V2 binary tensors"
-    else:
-        bodies, route, what = photo_bodies(settings), f"/v1/models/{MODEL}/image", "24 real JPEGs"
-    print(f"#### Batching gain ({'tensors' if tensors else 'photos'})\n\n{what} to `{route}`, p99 target "
-          f"{P99_TARGET_S * 1e3:.0f} ms.\n")  # fmt: skip
-    print(
-        "| --max-batch | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients: req/s | p50 ms | p99 ms |"
-    )
-    print("| --- | --- | --- | --- | --- |")
-    for max_batch in (1, 8):
-        port = free_port()
-        server = start(MODEL, port, "--max-batch", str(max_batch), "--max-delay-ms", "5")
-        url = f"http://127.0.0.1:{port}{route}"
-        try:
-            best, _ = asyncio.run(rate_sweep(url, bodies, P99_TARGET_S, start_rate=5, step_seconds=5, refine_steps=2))
-            closed = asyncio.run(closed_loop(url, bodies, 16, 10.0))
-        finally:
-            stop(server)
-        print(f"| {max_batch} | {best or 0:.0f} | {closed.achieved_rate:.0f} | {closed.percentile(50) * 1e3:.0f} "
-              f"| {closed.percentile(99) * 1e3:.0f} |")  # fmt: skip
+    """--max-batch 1 against 8: real photos on the image route (FP32 model), or (tensors) their preprocessed
+    tensors as V2 binary requests to ORT static INT8 (no decode on the cores), next to the model's own gain."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if tensors:
+            path = int8_variant(settings, Path(tmp))
+            variant = load_variant(path, settings)
+            served, name = str(path), variant.card.name
+            sets = input_sets(variant.card, settings, n_calibration=4, n_evaluation=24)
+            bodies = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 1)) for i in range(24)]
+            route, what = (
+                f"/v2/models/{name}/infer",
+                "24 preprocessed real photos as V2 binary tensors, ORT static INT8",
+            )
+            session = variant.open()
+            alone = {size: raw_rate(session, feeds(variant.card, sets.evaluation, 0, size)) for size in (1, 8)}
+            what += f" (the model alone: {alone[1]:.0f} items/s at batch 1, {alone[8]:.0f} at batch 8)"
+        else:
+            served, bodies, route, what = MODEL, photo_bodies(settings), f"/v1/models/{MODEL}/image", "24 real JPEGs"
+        print(f"#### Batching gain ({'tensors' if tensors else 'photos'})\n\n{what} to `{route}`, p99 target "
+              f"{P99_TARGET_S * 1e3:.0f} ms.\n")  # fmt: skip
+        print("| --max-batch | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients: req/s | p50 ms "
+              "| p99 ms |\n| --- | --- | --- | --- | --- |")  # fmt: skip
+        for max_batch in (1, 8):
+            port = free_port()
+            server = start(served, port, "--max-batch", str(max_batch), "--max-delay-ms", "5")
+            url = f"http://127.0.0.1:{port}{route}"
+            try:
+                best = sustainable(url, bodies)
+                closed = asyncio.run(closed_loop(url, bodies, 16, 10.0))
+            finally:
+                stop(server)
+            print(f"| {max_batch} | {best:.0f} | {closed.achieved_rate:.0f} | {closed.percentile(50) * 1e3:.0f} "
+                  f"| {closed.percentile(99) * 1e3:.0f} |")  # fmt: skip
     print()
 
 
-def int8_variant(settings: Settings, folder: Path) -> Path:
+def int8_variant(settings: Settings, folder: Path, threads: int = 2) -> Path:
     """ORT static INT8 of EfficientNet-Lite0 (calibrated on real photos) as a .variant.json in folder."""
     card = build_zoo_model(MODEL, settings)
     sets = input_sets(card, settings, n_calibration=64, n_evaluation=16)
     context = PassContext(settings.cache_dir / "optimize", lambda c, size: batches(c, sets.calibration, size),
                           calibration_key="serve-benchmark")  # fmt: skip
     quantized = apply_pass(make_pass("ort-int8-static"), card, context)
-    return save_variant(Variant(quantized, "ort", SessionOptions(intra_threads=2)), folder / "int8.variant.json")
+    return save_variant(Variant(quantized, "ort", SessionOptions(intra_threads=threads)), folder / "int8.variant.json")
+
+
+def raw_rate(session: Session, batch: dict[str, np.ndarray], instances: int = 1, seconds: float = 8.0) -> float:
+    """Items/s of the model alone: `instances` threads calling session.run(batch) back to back, as the server's
+    worker threads do."""
+    session.run(batch)
+    rows = len(next(iter(batch.values())))
+    calls = [0] * instances
+    stop_at = time.perf_counter() + seconds
+
+    def work(i: int) -> None:
+        while time.perf_counter() < stop_at:
+            session.run(batch)
+            calls[i] += 1
+
+    start_at = time.perf_counter()
+    with ThreadPoolExecutor(instances) as pool:
+        list(pool.map(work, range(instances)))
+    return sum(calls) * rows / (time.perf_counter() - start_at)
 
 
 def overhead(settings: Settings) -> None:
-    """Server throughput against the raw model at batch 8; raw measured before and after."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = int8_variant(settings, Path(tmp))
-        variant = load_variant(path, settings)
-        session = variant.open()
-        sets = input_sets(variant.card, settings, n_calibration=4, n_evaluation=16)
-        batch8 = feeds(variant.card, sets.evaluation, 0, 8)
-        bodies = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 1)) for i in range(16)]
-        bodies8 = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 8)) for i in (0, 8)]
-
-        def raw() -> float:
-            timing = time_call(lambda: session.run(batch8), TimingPolicy(max_seconds=8.0, target_rel_ci=0.005))
-            return 8 / float(np.median(timing.samples_s))
-
-        before = raw()
-        port = free_port()
-        server = start(str(path), port, "--max-batch", "8", "--max-delay-ms", "5")
-        try:
-            url = f"http://127.0.0.1:{port}/v2/models/{variant.card.name}/infer"
-            asyncio.run(closed_loop(url, bodies, 32, 3.0))  # warm-up
-            served = asyncio.run(closed_loop(url, bodies, 32, 15.0))
-            asyncio.run(closed_loop(url, bodies8, 4, 3.0))  # warm-up
-            served8 = asyncio.run(closed_loop(url, bodies8, 4, 15.0))
-        finally:
-            stop(server)
-        after = raw()
-    raw_mean = (before + after) / 2
+    """Server throughput against the raw model at batch 8, per layout (threads × instances); raw before and after."""
     print("#### Overhead against the raw model (ORT static INT8, batch 8)\n")
-    print(f"Raw model at batch 8: {before:.1f} items/s before the server runs, {after:.1f} after.\n")
-    print("| requests | clients | server items/s | p99 ms | server / raw |")
-    print("| --- | --- | --- | --- | --- |")
-    for label, clients, result, items in (("1 image each, batched by the server", 32, served, 1),
-                                          ("8 images each (V2 batch of 8)", 4, served8, 8)):  # fmt: skip
-        rate = result.achieved_rate * items
-        print(f"| {label} | {clients} | {rate:.1f} | {result.percentile(99) * 1e3:.0f} | {rate / raw_mean:.2f} |")
+    print("| threads × instances | raw items/s before / after | requests | clients | server items/s | p99 ms "
+          "| server / raw |\n" + "| --- " * 7 + "|")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for threads, instances in ((2, 1), (1, 2)):
+            path = int8_variant(settings, Path(tmp), threads)
+            variant = load_variant(path, settings)
+            sets = input_sets(variant.card, settings, n_calibration=4, n_evaluation=16)
+            batch8 = feeds(variant.card, sets.evaluation, 0, 8)
+            bodies = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 1)) for i in range(16)]
+            bodies8 = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 8)) for i in (0, 8)]
+            before = raw_rate(variant.open(), batch8, instances)
+            port = free_port()
+            server = start(str(path), port, "--instances", str(instances), "--max-batch", "8", "--max-delay-ms", "5",
+                           threads=threads)  # fmt: skip
+            try:
+                url = f"http://127.0.0.1:{port}/v2/models/{variant.card.name}/infer"
+                asyncio.run(closed_loop(url, bodies, 32, 3.0))  # warm-up
+                served = asyncio.run(closed_loop(url, bodies, 32, 15.0))
+                served8 = asyncio.run(closed_loop(url, bodies8, 4, 15.0))
+            finally:
+                stop(server)
+            after = raw_rate(variant.open(), batch8, instances)
+            for label, clients, result, items in (("1 image each, batched by the server", 32, served, 1),
+                                                  ("8 images each (V2 batch of 8)", 4, served8, 8)):  # fmt: skip
+                rate = result.achieved_rate * items
+                print(f"| {threads} × {instances} | {before:.0f} / {after:.0f} | {label} | {clients} | {rate:.0f} "
+                      f"| {result.percentile(99) * 1e3:.0f} | {rate / ((before + after) / 2):.2f} |")  # fmt: skip
+            sys.stdout.flush()
     print()
 
 
@@ -201,23 +234,31 @@ def sustainable(url: str, bodies: list[Request]) -> float:
     return best or 1.0
 
 
-def overload(settings: Settings) -> None:
-    """Unloaded p99, then 3× the sustainable rate against a queue of 16."""
+def overload(settings: Settings, queues: tuple[int, ...] = (16, 8, 4)) -> None:
+    """Per queue size: unloaded p99, then 3× the sustainable rate (ORT static INT8, real photos)."""
     bodies = photo_bodies(settings)
-    port = free_port()
-    server = start(MODEL, port, "--max-batch", "8", "--max-delay-ms", "5", "--queue", "16")
-    url = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image"
-    try:
-        rate = sustainable(url, bodies)
-        unloaded = asyncio.run(open_loop(url, bodies, rate * 0.5, 15.0))
-        loaded = asyncio.run(open_loop(url, bodies, rate * 3, 15.0))
-    finally:
-        stop(server)
-    print(f"#### Overload (queue 16, sustainable rate {rate:.0f} req/s at p99 ≤ {P99_TARGET_S * 1e3:.0f} ms)\n")
-    print(HEADER)
-    print(row("50% of sustainable (unloaded)", unloaded))
-    print(row("3× sustainable", loaded))
-    print(f"\nAdmitted p99 at 3× over unloaded p99: {loaded.percentile(99) / unloaded.percentile(99):.2f}×.\n")
+    print(f"#### Overload (ORT static INT8, real photos, max batch 8, p99 target {P99_TARGET_S * 1e3:.0f} ms)\n")
+    print(
+        "| queue | sustainable req/s | run | offered req/s | ok req/s | p50 ms | p99 ms | statuses "
+        "| refusal median ms | admitted p99 / unloaded p99 |\n" + "| --- " * 10 + "|"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = int8_variant(settings, Path(tmp))
+        for queue in queues:
+            port = free_port()
+            server = start(str(path), port, "--max-batch", "8", "--max-delay-ms", "5", "--queue", str(queue))
+            url = f"http://127.0.0.1:{port}/v1/models/{load_variant(path, settings).card.name}/image"
+            try:
+                rate = sustainable(url, bodies)
+                unloaded = asyncio.run(open_loop(url, bodies, rate * 0.5, 15.0))
+                loaded = asyncio.run(open_loop(url, bodies, rate * 3, 15.0))
+            finally:
+                stop(server)
+            ratio = loaded.percentile(99) / unloaded.percentile(99)
+            print(f"| {queue} | {rate:.0f} {row('50% of sustainable (unloaded)', unloaded)} |")
+            print(f"| {queue} | {rate:.0f} {row('3× sustainable', loaded)} {ratio:.2f}× |")
+            sys.stdout.flush()
+    print()
 
 
 def soak(settings: Settings, minutes: float = 10.0) -> None:
@@ -242,32 +283,43 @@ def soak(settings: Settings, minutes: float = 10.0) -> None:
 
 
 def peers(settings: Settings) -> None:
-    """LitServe against turboinfer: same ONNX model, same data path, max batch 8, 5 ms delay, one worker."""
+    """LitServe against turboinfer: same ONNX model (FP32, then ORT static INT8), same data path, max batch 8,
+    5 ms delay, one worker, real photos."""
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "litserve", "python-multipart"], check=True)
-    card = build_zoo_model(MODEL, settings)
-    rates = {}
-    for name in ("turboinfer", "litserve"):
-        port = free_port()
-        if name == "turboinfer":
-            server = start(MODEL, port, "--max-batch", "8", "--max-delay-ms", "5")
-            url, bodies = f"http://127.0.0.1:{port}/v1/models/{MODEL}/image", photo_bodies(settings)
-        else:
-            command = [sys.executable, str(LITSERVE), str(card.card_path), str(port)]
-            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            server = wait_ready(f"http://127.0.0.1:{port}/health", process)
-            url, bodies = f"http://127.0.0.1:{port}/predict", form_bodies(settings)
-        try:
-            rates[name] = sustainable(url, bodies)
-            closed = asyncio.run(closed_loop(url, bodies, 16, 10.0))
-            rates[f"{name} closed"] = closed.achieved_rate
-        finally:
-            stop(server)
     print("#### Peer: LitServe with the same model, data path and batching\n")
-    print("| server | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients, req/s |\n| --- | --- | --- |")
-    for name in ("turboinfer", "litserve"):
-        print(f"| {name} | {rates[name]:.0f} | {rates[f'{name} closed']:.0f} |")
-    gain = rates["turboinfer"] / rates["litserve"]
-    print(f"\nturboinfer / LitServe at p99 ≤ {P99_TARGET_S * 1e3:.0f} ms: {gain:.2f}×.\n")
+    print("| model | server | best open-loop rate, p99 ≤ target, req/s | closed loop, 16 clients, req/s |\n"
+          + "| --- " * 4 + "|")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        int8 = int8_variant(settings, Path(tmp))
+        models = {
+            "FP32": (MODEL, build_zoo_model(MODEL, settings)),
+            "INT8": (str(int8), load_variant(int8, settings).card),
+        }
+        for label, (served, card) in models.items():
+            rates = {name: peer_rates(name, served, card, settings) for name in ("turboinfer", "litserve")}
+            for name, (best, closed) in rates.items():
+                print(f"| {label} | {name} | {best:.0f} | {closed:.0f} |")
+            print(f"| {label} | turboinfer / LitServe | {rates['turboinfer'][0] / rates['litserve'][0]:.2f}× "
+                  f"| {rates['turboinfer'][1] / rates['litserve'][1]:.2f}× |")  # fmt: skip
+            sys.stdout.flush()
+    print()
+
+
+def peer_rates(name: str, served: str, card: ModelCard, settings: Settings) -> tuple[float, float]:
+    """(sustainable open-loop rate, closed-loop rate with 16 clients) of one server over real photos."""
+    port = free_port()
+    if name == "turboinfer":
+        server = start(served, port, "--max-batch", "8", "--max-delay-ms", "5")
+        url, bodies = f"http://127.0.0.1:{port}/v1/models/{card.name}/image", photo_bodies(settings)
+    else:
+        command = [sys.executable, str(LITSERVE), str(card.card_path), str(port)]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = wait_ready(f"http://127.0.0.1:{port}/health", process)
+        url, bodies = f"http://127.0.0.1:{port}/predict", form_bodies(settings)
+    try:
+        return sustainable(url, bodies), asyncio.run(closed_loop(url, bodies, 16, 10.0)).achieved_rate
+    finally:
+        stop(server)
 
 
 def main() -> None:

@@ -1,14 +1,17 @@
 """Serving claims, measured end to end over HTTP on loopback → markdown for docs/benchmarks.md.
 
-Run: .venv/bin/python benchmarks/serve.py [batching|batching-tensors|overhead|overload|soak|peers ...]
-- batching: --max-batch 1 against 8, highest open-loop rate whose p99 stays under the target (real photos);
-  batching-tensors: the same with the photos' preprocessed tensors as V2 binary requests (no decode).
-- overhead: server throughput (V2 binary requests of one image, --max-batch 8) against the raw model at batch 8,
-  on ORT static INT8 of EfficientNet-Lite0; raw phases before and after the server phase.
-- overload: 3× the sustainable rate: refusal latency, admitted p99 against the unloaded p99.
+Run: .venv/bin/python benchmarks/serve.py [batching|batching-tensors|overhead|floor|overload|soak|peers ...]
+- batching: --max-batch 1 against 8, highest open-loop rate whose p99 stays under the target (real photos, FP32);
+  batching-tensors: the same with the photos' preprocessed tensors as V2 binary requests to ORT static INT8 (no
+  decode), next to the model's own batch-8 gain.
+- overhead: server throughput (V2 binary requests of one image, and of eight) against the raw model at batch 8,
+  on ORT static INT8 of EfficientNet-Lite0, per threads × instances layout; raw before and after the server.
+- floor: CPU per request of a bare Starlette-on-uvicorn route that only reads the same bodies, and of the load
+  generator: what shares the cores with the model before any serving logic.
+- overload: per queue size, 3× the sustainable rate: refusal latency, admitted p99 against the unloaded p99.
 - soak: 10 minutes at 70% of the sustainable rate; the server's RSS at start and end.
-- peers: LitServe (installed for this benchmark only) serving the same ONNX model with the same data path and
-  batching settings, against turboinfer, highest rate at the same p99 target.
+- peers: LitServe (installed for this benchmark only) serving the same ONNX model (FP32, then INT8) with the same
+  data path and batching settings, against turboinfer, highest rate at the same p99 target.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from turboinfer.runtime.session import Session, SessionOptions
 P99_TARGET_S = 0.3
 MODEL = "efficientnet-lite0"
 LITSERVE = Path(__file__).with_name("litserve_app.py")
+ECHO = Path(__file__).with_name("echo_app.py")
 
 
 def free_port() -> int:
@@ -322,6 +326,31 @@ def peer_rates(name: str, served: str, card: ModelCard, settings: Settings) -> t
         stop(server)
 
 
+def floor(settings: Settings) -> None:
+    """CPU per request of a bare Starlette-on-uvicorn route that only reads the body, and of the load generator,
+    for the V2 bodies of the overhead part: what any such server spends before the model is even called."""
+    card = build_zoo_model(MODEL, settings)
+    sets = input_sets(card, settings, n_calibration=4, n_evaluation=8)
+    port = free_port()
+    server = wait_ready(f"http://127.0.0.1:{port}/echo", subprocess.Popen([sys.executable, str(ECHO), str(port)]))
+    print("#### The floor: a bare Starlette-on-uvicorn route that reads the body (4 clients, 10 s)\n")
+    print("| body | requests/s | server CPU ms/request | load generator CPU ms/request |\n| --- | --- | --- | --- |")
+    try:
+        for rows in (1, 8):
+            body = v2_binary_request(feeds(card, sets.evaluation, 0, rows))
+            url = f"http://127.0.0.1:{port}/echo"
+            asyncio.run(closed_loop(url, [body], 4, 2.0))
+            processes = (psutil.Process(server.pid), psutil.Process())
+            before = [sum(p.cpu_times()[:2]) for p in processes]
+            result = asyncio.run(closed_loop(url, [body], 4, 10.0))
+            spent = [sum(p.cpu_times()[:2]) - b for p, b in zip(processes, before, strict=True)]
+            print(f"| V2 binary, {rows} image(s), {len(body.body) / 2**20:.2f} MiB | {result.achieved_rate:.0f} "
+                  f"| {spent[0] * 1e3 / result.ok:.2f} | {spent[1] * 1e3 / result.ok:.2f} |")  # fmt: skip
+    finally:
+        stop(server)
+    print()
+
+
 def main() -> None:
     """Run the named parts (default: all but the soak)."""
     parts = sys.argv[1:] or ["batching", "overhead", "overload", "peers"]
@@ -329,7 +358,8 @@ def main() -> None:
     print(f"Command: `benchmarks/serve.py {' '.join(parts)}`\n")
     for part in parts:
         parts_by_name = {"batching": batching, "batching-tensors": lambda s: batching(s, tensors=True),
-                         "overhead": overhead, "overload": overload, "soak": soak, "peers": peers}  # fmt: skip
+                         "overhead": overhead, "overload": overload, "soak": soak, "peers": peers,
+                         "floor": floor}  # fmt: skip
         parts_by_name[part](settings)
         sys.stdout.flush()
 

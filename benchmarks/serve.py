@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -91,8 +92,12 @@ def start(model: str, port: int, *options: str, threads: int = 2) -> subprocess.
 
 
 def stop(process: subprocess.Popen) -> None:
-    """SIGTERM and wait for the drain."""
-    process.terminate()
+    """SIGTERM and wait for the drain; a server started in its own session (LitServe, whose worker processes
+    outlive their parent's SIGTERM) is ended with its whole process group."""
+    if os.getpgid(process.pid) == process.pid:
+        os.killpg(process.pid, signal.SIGTERM)
+    else:
+        process.terminate()
     process.wait(40)
 
 
@@ -317,7 +322,9 @@ def peer_rates(name: str, served: str, card: ModelCard, settings: Settings) -> t
         url, bodies = f"http://127.0.0.1:{port}/v1/models/{card.name}/image", photo_bodies(settings)
     else:
         command = [sys.executable, str(LITSERVE), str(card.card_path), str(port)]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         server = wait_ready(f"http://127.0.0.1:{port}/health", process)
         url, bodies = f"http://127.0.0.1:{port}/predict", form_bodies(settings)
     try:

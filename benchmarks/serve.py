@@ -17,6 +17,7 @@ Run: .venv/bin/python benchmarks/serve.py [batching|batching-tensors|overhead|fl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -27,6 +28,7 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -57,6 +59,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def launch(command: list[str], **popen: Any) -> subprocess.Popen:
+    """A server process in a session of its own, so that stop() ends it with every process it started (LitServe's
+    workers outlive a SIGTERM to their parent)."""
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True, **popen)
+
+
+def signal_group(process: subprocess.Popen, sig: int) -> None:
+    """Send sig to the process group a launched server leads (gone already: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+
+
 def wait_ready(url: str, process: subprocess.Popen) -> subprocess.Popen:
     """process, once url answers 200; killed on a 120 s timeout."""
     deadline = time.monotonic() + 120
@@ -67,37 +81,20 @@ def wait_ready(url: str, process: subprocess.Popen) -> subprocess.Popen:
                     return process
         except OSError:
             time.sleep(0.2)
-    process.kill()
+    signal_group(process, signal.SIGKILL)
     raise RuntimeError(f"server did not become ready at {url}")
 
 
 def start(model: str, port: int, *options: str, threads: int = 2) -> subprocess.Popen:
     """`turboinfer serve MODEL` in its own process, returned once ready."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "turboinfer.cli.main",
-            "serve",
-            model,
-            "--port",
-            str(port),
-            "--threads",
-            str(threads),
-            *options,
-        ],
-        stdout=subprocess.DEVNULL,
-    )
+    command = [sys.executable, "-m", "turboinfer.cli.main", "serve", model, "--port", str(port)]
+    process = launch([*command, "--threads", str(threads), *options])
     return wait_ready(f"http://127.0.0.1:{port}/v2/health/ready", process)
 
 
 def stop(process: subprocess.Popen) -> None:
-    """SIGTERM and wait for the drain; a server started in its own session (LitServe, whose worker processes
-    outlive their parent's SIGTERM) is ended with its whole process group."""
-    if os.getpgid(process.pid) == process.pid:
-        os.killpg(process.pid, signal.SIGTERM)
-    else:
-        process.terminate()
+    """SIGTERM to the server's process group, and wait for the drain."""
+    signal_group(process, signal.SIGTERM)
     process.wait(40)
 
 
@@ -172,14 +169,14 @@ def batching(settings: Settings, tensors: bool = False) -> None:
     print()
 
 
-def int8_variant(settings: Settings, folder: Path, threads: int = 2) -> Path:
+def int8_variant(settings: Settings, folder: Path) -> Path:
     """ORT static INT8 of EfficientNet-Lite0 (calibrated on real photos) as a .variant.json in folder."""
     card = build_zoo_model(MODEL, settings)
     sets = input_sets(card, settings, n_calibration=64, n_evaluation=16)
     context = PassContext(settings.cache_dir / "optimize", lambda c, size: batches(c, sets.calibration, size),
                           calibration_key="serve-benchmark")  # fmt: skip
     quantized = apply_pass(make_pass("ort-int8-static"), card, context)
-    return save_variant(Variant(quantized, "ort", SessionOptions(intra_threads=threads)), folder / "int8.variant.json")
+    return save_variant(Variant(quantized, "ort", SessionOptions(intra_threads=2)), folder / "int8.variant.json")
 
 
 def raw_rate(session: Session, batch: dict[str, np.ndarray], instances: int = 1, seconds: float = 8.0) -> float:
@@ -207,19 +204,20 @@ def overhead(settings: Settings) -> None:
     print("| threads × instances | raw items/s before / after | requests | clients | server items/s | p99 ms "
           "| server / raw |\n" + "| --- " * 7 + "|")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
+        path = int8_variant(settings, Path(tmp))
+        card = load_variant(path, settings).card
+        sets = input_sets(card, settings, n_calibration=4, n_evaluation=16)
+        batch8 = feeds(card, sets.evaluation, 0, 8)
+        bodies = [v2_binary_request(feeds(card, sets.evaluation, i, i + 1)) for i in range(16)]
+        bodies8 = [v2_binary_request(feeds(card, sets.evaluation, i, i + 8)) for i in (0, 8)]
         for threads, instances in ((2, 1), (1, 2)):
-            path = int8_variant(settings, Path(tmp), threads)
-            variant = load_variant(path, settings)
-            sets = input_sets(variant.card, settings, n_calibration=4, n_evaluation=16)
-            batch8 = feeds(variant.card, sets.evaluation, 0, 8)
-            bodies = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 1)) for i in range(16)]
-            bodies8 = [v2_binary_request(feeds(variant.card, sets.evaluation, i, i + 8)) for i in (0, 8)]
+            variant = Variant(card, "ort", SessionOptions(intra_threads=threads))  # what `serve --threads` runs
             before = raw_rate(variant.open(), batch8, instances)
             port = free_port()
             server = start(str(path), port, "--instances", str(instances), "--max-batch", "8", "--max-delay-ms", "5",
                            threads=threads)  # fmt: skip
             try:
-                url = f"http://127.0.0.1:{port}/v2/models/{variant.card.name}/infer"
+                url = f"http://127.0.0.1:{port}/v2/models/{card.name}/infer"
                 asyncio.run(closed_loop(url, bodies, 32, 3.0))  # warm-up
                 served = asyncio.run(closed_loop(url, bodies, 32, 15.0))
                 served8 = asyncio.run(closed_loop(url, bodies8, 4, 15.0))
@@ -322,10 +320,7 @@ def peer_rates(name: str, served: str, card: ModelCard, settings: Settings) -> t
         url, bodies = f"http://127.0.0.1:{port}/v1/models/{card.name}/image", photo_bodies(settings)
     else:
         command = [sys.executable, str(LITSERVE), str(card.card_path), str(port)]
-        process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        server = wait_ready(f"http://127.0.0.1:{port}/health", process)
+        server = wait_ready(f"http://127.0.0.1:{port}/health", launch(command, stderr=subprocess.DEVNULL))
         url, bodies = f"http://127.0.0.1:{port}/predict", form_bodies(settings)
     try:
         return sustainable(url, bodies), asyncio.run(closed_loop(url, bodies, 16, 10.0)).achieved_rate
@@ -339,7 +334,7 @@ def floor(settings: Settings) -> None:
     card = build_zoo_model(MODEL, settings)
     sets = input_sets(card, settings, n_calibration=4, n_evaluation=8)
     port = free_port()
-    server = wait_ready(f"http://127.0.0.1:{port}/echo", subprocess.Popen([sys.executable, str(ECHO), str(port)]))
+    server = wait_ready(f"http://127.0.0.1:{port}/echo", launch([sys.executable, str(ECHO), str(port)]))
     print("#### The floor: a bare Starlette-on-uvicorn route that reads the body (4 clients, 10 s)\n")
     print("| body | requests/s | server CPU ms/request | load generator CPU ms/request |\n| --- | --- | --- | --- |")
     try:

@@ -1,12 +1,16 @@
 """The zoo's real models: correct answers on real photos and sentences, offline, with honest cards."""
 
+import shutil
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import skimage.data
 
-from turboinfer.core.card import file_sha256
+from turboinfer.core.card import file_sha256, load_card, save_card
 from turboinfer.core.errors import InvalidModel, ModelNotFound
-from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_names, zoo_table
+from turboinfer.core.settings import Settings
+from turboinfer.models.catalog import build_key, build_zoo_model, cached_card, resolve_model, zoo_names, zoo_table
 from turboinfer.models.export import weights_file
 from turboinfer.models.labels import CAT_CLASSES, imagenet_label
 from turboinfer.models.photos import labelled_imagenet_photos
@@ -113,3 +117,15 @@ def test_timing_only_models_build(settings):
         card = build_zoo_model(name, settings)
         assert card.provenance.timing_only
         assert open_session(card.onnx_path).run({"image": np.zeros((1, 3, 224, 224), np.float32)})
+
+
+def test_a_build_by_another_export_format_or_torch_is_rebuilt_not_served_stale(effnet, tmp_path):
+    cache = Settings(tmp_path)
+    shutil.copytree(effnet.folder, cache.zoo_dir / "efficientnet-lite0")
+    assert cached_card(cache, "efficientnet-lite0") is not None  # same format, same torch/onnx: reused
+    for stale in ({**build_key(), "format": "1"}, {**build_key(), "torch": "2.0.0"}, None):
+        card = load_card(cache.zoo_dir / "efficientnet-lite0" / "model.card.json")
+        save_card(replace(card, extra={**card.extra, "build_key": stale}))
+        assert cached_card(cache, "efficientnet-lite0") is None
+    rebuilt = build_zoo_model("efficientnet-lite0", cache)
+    assert rebuilt.extra["build_key"] == build_key() and cached_card(cache, "efficientnet-lite0") is not None

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from turboinfer.core.errors import InvalidModel
+from turboinfer.core.errors import InvalidInput, InvalidModel
 
 Dim = int | str
 """A tensor dimension: a fixed size, or a symbolic name such as "batch"."""
 UNKNOWN_RANK: tuple[Dim, ...] = ("...",)
 """The shape of a tensor whose graph records no shape at all (not even its rank)."""
+UNNAMED = "?"
+"""A symbolic dim the graph leaves unnamed: any size, tied to no other dim."""
 
 ONNX_TO_NUMPY = {
     "float": "float32",
@@ -60,6 +63,39 @@ class TensorSpec:
     def numpy_dtype(self) -> np.dtype:
         """The numpy dtype of this tensor."""
         return np.dtype(self.dtype)
+
+    def check_shape(self, shape: Sequence[int]) -> None:
+        """InvalidInput unless shape fits: the rank, every fixed dim, and no dim of size 0."""
+        if self.shape == UNKNOWN_RANK:
+            return
+        got = list(shape)
+        if len(got) != len(self.shape):
+            raise InvalidInput(
+                f"input {self.name!r} must have {len(self.shape)} dims {list(self.shape)}, got shape {got}"
+            )
+        for axis, (want, size) in enumerate(zip(self.shape, got, strict=True)):
+            if isinstance(want, int) and want != size:
+                raise InvalidInput(f"input {self.name!r} dim {axis} must be {want}, got shape {got}")
+            if size < 1:
+                raise InvalidInput(f"input {self.name!r} dim {axis} must be at least 1, got shape {got}")
+
+
+def check_shapes(specs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]) -> None:
+    """The one shape check of inputs (sessions and servers): each shape fits its spec, and a symbolic dim that
+    several inputs name (batch, sequence) has one size in all of them."""
+    sizes: dict[str, tuple[int, str]] = {}
+    for spec in specs:
+        shape = shapes[spec.name]
+        spec.check_shape(shape)
+        if spec.shape == UNKNOWN_RANK:
+            continue
+        for want, size in zip(spec.shape, shape, strict=True):
+            if isinstance(want, str) and want != UNNAMED:
+                seen = sizes.setdefault(want, (size, spec.name))
+                if seen[0] != size:
+                    raise InvalidInput(
+                        f"inputs {seen[1]!r} and {spec.name!r} disagree on dim {want!r}: {seen[0]} vs {size}"
+                    )
 
 
 @dataclass(frozen=True)

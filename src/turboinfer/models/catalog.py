@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import shutil
 import tempfile
 import time
@@ -13,7 +14,8 @@ import onnx
 from turboinfer.core.card import ModelCard, Provenance, card_path_for, file_sha256, load_card, save_card
 from turboinfer.core.errors import InvalidModel, ModelNotFound
 from turboinfer.core.settings import Settings
-from turboinfer.core.types import UNKNOWN_RANK, ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
+from turboinfer.core.types import UNKNOWN_RANK, UNNAMED, ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
+from turboinfer.models.inputs import load_graph
 from turboinfer.runtime.session import SessionOptions
 from turboinfer.runtime.torch import TorchSession
 
@@ -21,6 +23,9 @@ IMAGENET_PREPROCESS = ImagePreprocess()
 LITE_PREPROCESS = ImagePreprocess(mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
 """EfficientNet-Lite was trained on pixels scaled to [-1, 1] (TF's lite preprocessing: (x - 127) / 128)."""
 RANDOM_WEIGHTS = "random weights (torch.manual_seed(0)); timing only, accuracy is meaningless"
+EXPORT_FORMAT = 2
+"""Version of what the zoo's export writes (opset, names, dims, side files): bump it when models/export.py changes,
+so that every cached build is rebuilt instead of served stale."""
 
 
 @dataclass(frozen=True)
@@ -102,14 +107,32 @@ def model_dir(settings: Settings, name: str) -> Path:
     return settings.zoo_dir / name
 
 
+def package_version(name: str) -> str:
+    """An installed package's version, read without importing it ("" when absent)."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def build_key() -> dict[str, str]:
+    """What a zoo build depends on besides its weights: the export format and the exporting packages' versions."""
+    return {"format": str(EXPORT_FORMAT), "torch": package_version("torch"), "onnx": package_version("onnx")}
+
+
 def cached_card(settings: Settings, name: str) -> ModelCard | None:
-    """The built card of a zoo model if it exists and its ONNX file still matches the recorded hash."""
+    """The built card of a zoo model if it exists, its ONNX file still matches the recorded hash, and it was built
+    by this export format and these torch/onnx versions (a stale build is kept only where torch is absent and it
+    cannot be rebuilt)."""
     path = card_path_for(model_dir(settings, name) / "model.onnx")
     if not path.is_file():
         return None
     try:
         card = load_card(path)
     except (ModelNotFound, InvalidModel):
+        return None
+    current = build_key()
+    if card.extra.get("build_key") != current and current["torch"]:
         return None
     return card if card.onnx_sha256 == file_sha256(card.onnx_path) else None
 
@@ -144,7 +167,7 @@ def build_zoo_model(name: str, settings: Settings, force: bool = False) -> Model
                 notes=entry.description if entry.real_weights else f"{entry.description}; {RANDOM_WEIGHTS}",
             ),
             preprocess=entry.preprocess,
-            extra={**info, "build_seconds": round(time.perf_counter() - start, 2)},
+            extra={**info, "build_seconds": round(time.perf_counter() - start, 2), "build_key": build_key()},
         ).with_hash()
         save_card(card)
         final = model_dir(settings, name)
@@ -156,15 +179,15 @@ def build_zoo_model(name: str, settings: Settings, force: bool = False) -> Model
 
 def card_from_onnx(path: Path) -> ModelCard:
     """A minimal card for a bare ONNX file: tensors read from the graph, task unknown."""
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as err:  # onnx raises DecodeError, OSError, ... for non-ONNX bytes
-        raise InvalidModel(f"{path} is not a readable ONNX model: {str(err).splitlines()[0]}") from None
+    model = load_graph(path)
     initializers = {init.name for init in model.graph.initializer}
 
     def spec(value: onnx.ValueInfoProto) -> TensorSpec:
         tensor = value.type.tensor_type
-        dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "batch") for d in tensor.shape.dim)
+        dims = tuple(
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or ("batch" if i == 0 else UNNAMED))
+            for i, d in enumerate(tensor.shape.dim)
+        )
         if not tensor.HasField("shape"):
             dims = UNKNOWN_RANK
         return TensorSpec(value.name, dims, onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name)

@@ -10,7 +10,7 @@ import numpy as np
 import onnxruntime as ort
 
 from turboinfer.core.errors import InvalidModel
-from turboinfer.core.types import ONNX_TO_NUMPY, TensorSpec
+from turboinfer.core.types import ONNX_TO_NUMPY, UNNAMED, TensorSpec
 from turboinfer.runtime.session import SessionOptions, check_feeds
 
 GRAPH_LEVELS = {
@@ -38,9 +38,9 @@ def choose_providers(requested: str, available: list[str]) -> list[str]:
 
 
 def spec_from_node_arg(arg: Any) -> TensorSpec:
-    """TensorSpec from an ORT NodeArg ("tensor(float)" -> float32; unknown dims become names)."""
+    """TensorSpec from an ORT NodeArg ("tensor(float)" -> float32; an unnamed first dim is the batch)."""
     element = arg.type.removeprefix("tensor(").removesuffix(")")
-    shape = tuple(d if isinstance(d, int) else (d or f"dim{i}") for i, d in enumerate(arg.shape))
+    shape = tuple(d if isinstance(d, int) else (d or ("batch" if i == 0 else UNNAMED)) for i, d in enumerate(arg.shape))
     return TensorSpec(arg.name, shape, ONNX_TO_NUMPY.get(element, element))
 
 

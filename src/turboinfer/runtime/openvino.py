@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
-from turboinfer.core.types import TensorSpec
+from turboinfer.core.types import UNNAMED, TensorSpec
 from turboinfer.runtime.session import SessionOptions, check_feeds
 
 OV_TO_NUMPY = {
@@ -38,7 +38,7 @@ def import_openvino() -> Any:
 def spec_from_port(port: Any) -> TensorSpec:
     """TensorSpec from an OpenVINO port; dynamic dims become names."""
     shape = tuple(
-        d.get_length() if d.is_static else ("batch" if i == 0 else f"dim{i}")
+        d.get_length() if d.is_static else ("batch" if i == 0 else UNNAMED)
         for i, d in enumerate(port.get_partial_shape())
     )
     element = port.get_element_type().get_type_name()

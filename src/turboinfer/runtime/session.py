@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
-from turboinfer.core.types import UNKNOWN_RANK, TensorSpec
+from turboinfer.core.types import TensorSpec, check_shapes
 
 Backend = Literal["ort", "openvino"]
 BACKENDS: tuple[str, ...] = ("ort", "openvino")
@@ -60,7 +60,7 @@ class Session(Protocol):
 
 
 def check_feeds(specs: tuple[TensorSpec, ...], feeds: Mapping[str, np.ndarray]) -> None:
-    """Raise InvalidInput unless feeds match the specs' names, dtypes, ranks and fixed dims."""
+    """Raise InvalidInput unless feeds match the specs' names and dtypes, and their shapes fit (check_shapes)."""
     expected = {s.name for s in specs}
     if set(feeds) != expected:
         raise InvalidInput(f"expected inputs {sorted(expected)}, got {sorted(feeds)}")
@@ -70,16 +70,7 @@ def check_feeds(specs: tuple[TensorSpec, ...], feeds: Mapping[str, np.ndarray]) 
             raise InvalidInput(f"input {spec.name!r} must be a numpy array, got {type(array).__name__}")
         if array.dtype != spec.numpy_dtype():
             raise InvalidInput(f"input {spec.name!r} must be {spec.dtype}, got {array.dtype}")
-        if spec.shape == UNKNOWN_RANK:
-            continue
-        if array.ndim != len(spec.shape):
-            raise InvalidInput(
-                f"input {spec.name!r} must have {len(spec.shape)} dims {list(spec.shape)}, "
-                f"got shape {list(array.shape)}"
-            )
-        for axis, (want, got) in enumerate(zip(spec.shape, array.shape, strict=True)):
-            if isinstance(want, int) and want != got:
-                raise InvalidInput(f"input {spec.name!r} dim {axis} must be {want}, got shape {list(array.shape)}")
+    check_shapes(specs, {name: array.shape for name, array in feeds.items()})
 
 
 def check_model_file(path: Path) -> None:

@@ -119,7 +119,7 @@ def test_image_route(served, cat_jpeg):
         ("infer", b"{not json", {}, 400, "not valid JSON"),
         ("infer", b'{"inputs": []}', {}, 400, "non-empty 'inputs'"),
         ("infer", v2_body(np.zeros((1, 3, 224, 225), np.float32)), {}, 400, "dim 3 must be 224"),
-        ("infer", v2_body(np.zeros((1, 3, 224), np.float32)), {}, 400, "expected 4 dims"),
+        ("infer", v2_body(np.zeros((1, 3, 224), np.float32)), {}, 400, "must have 4 dims"),
         ("infer", v2_body(ZEROS).replace(b"FP32", b"INT64"), {}, 400, "datatype must be FP32"),
         ("infer", v2_body(np.full((1, 3, 224, 224), np.nan, np.float32)), {}, 400, "NaN"),
         ("infer", b'{"inputs": [{"name": "image", "shape": [1, 3, 224, 224], "datatype": "FP32", "data": [1, 2]}]}', {},

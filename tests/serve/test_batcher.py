@@ -194,3 +194,86 @@ def test_higher_priority_requests_run_first():
 
     run(scenario())
     assert order == ["busy", "high", "mid", "low"]
+
+
+def test_requests_share_a_batch_only_with_equal_keys_and_keep_their_place():
+    async def scenario():
+        reports: list[BatchReport] = []
+        seen: list[list[str]] = []
+
+        async def record(batch: list[Pending]) -> list:
+            seen.append([p.payload for p in batch])
+            return [p.payload for p in batch]
+
+        batcher = await started(BatcherConfig(max_batch=8, max_delay_s=0.02), record, reports)
+        submits = [batcher.submit(f"{key}{i}", key=key) for i, key in enumerate("aabab")]
+        results = await asyncio.gather(*submits)
+        await batcher.stop()
+        return results, seen
+
+    results, seen = run(scenario())
+    assert results == ["a0", "a1", "b2", "a3", "b4"]
+    assert seen == [["a0", "a1", "a3"], ["b2", "b4"]]
+
+
+def test_a_cancelled_caller_whose_deadline_passed_leaves_the_loop_running():
+    async def scenario():
+        gate = asyncio.Event()
+        reports: list[BatchReport] = []
+
+        async def blocked(batch: list[Pending]) -> list:
+            await gate.wait()
+            return [p.payload for p in batch]
+
+        batcher = await started(BatcherConfig(max_batch=1, max_delay_s=0.0), blocked, reports)
+        busy = asyncio.create_task(batcher.submit("busy"))
+        await asyncio.sleep(0.01)
+        doomed = asyncio.create_task(batcher.submit("gone", deadline=time.perf_counter() + 0.001))
+        await asyncio.sleep(0.01)
+        doomed.cancel()  # the client left, and its deadline passed too
+        gate.set()
+        after = await batcher.submit("after")
+        await batcher.stop()
+        return await busy, after, reports
+
+    busy, after, reports = run(scenario())
+    assert (busy, after) == ("busy", "after")
+    assert sum(r.cancelled for r in reports) == 1 and sum(r.expired for r in reports) == 0
+
+
+def test_per_request_exceptions_and_a_wrong_result_count_fail_only_their_requests():
+    async def mixed(batch: list[Pending]) -> list:
+        if any(p.payload == "short" for p in batch):
+            return []  # a broken run_batch: no results at all
+        return [ValueError("engine failed on this one") if p.payload == "bad" else p.payload for p in batch]
+
+    async def scenario():
+        reports: list[BatchReport] = []
+        batcher = await started(BatcherConfig(max_batch=4, max_delay_s=0.02), mixed, reports)
+        first = await asyncio.gather(batcher.submit("a"), batcher.submit("bad"), batcher.submit("b"),
+                                     return_exceptions=True)  # fmt: skip
+        short = await asyncio.gather(batcher.submit("short"), return_exceptions=True)
+        after = await batcher.submit("c")
+        await batcher.stop()
+        return first, short, after, reports
+
+    first, short, after, reports = run(scenario())
+    assert first[0] == "a" and first[2] == "b" and isinstance(first[1], ValueError)
+    assert isinstance(short[0], RuntimeError) and "0 results for 1 requests" in str(short[0])
+    assert after == "c"
+    assert [r.failed for r in reports] == [1, 1, 0]
+
+
+def test_stop_returns_even_when_a_loop_has_died():
+    async def scenario():
+        batcher = await started(BatcherConfig(max_batch=1, max_delay_s=0.0), echo, [])
+        for task in batcher._tasks:  # what a bug in the loop would do
+            task.cancel()
+        await asyncio.sleep(0)
+        stranded = asyncio.create_task(batcher.submit(1))
+        await asyncio.sleep(0.01)
+        await asyncio.wait_for(batcher.stop(), 5)
+        return await asyncio.gather(stranded, return_exceptions=True)
+
+    (result,) = run(scenario())
+    assert isinstance(result, ShuttingDown)

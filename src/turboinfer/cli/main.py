@@ -13,7 +13,7 @@ from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
-from turboinfer.cli.options import JsonOption, settings
+from turboinfer.cli.options import JsonOption, LogFormatOption, LogLevelOption, server_logging, settings
 from turboinfer.cli.search import search
 from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.types import ImagePreprocess
@@ -30,7 +30,7 @@ from turboinfer.runtime.session import SessionOptions
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.repository import model_serving, read_config, repository
-from turboinfer.serve.run import run_server
+from turboinfer.serve.run import build_server, run_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
@@ -284,15 +284,22 @@ def serve(
     shadow: Annotated[
         str | None, typer.Option(help="A second variant getting a copy of all traffic, compared.")
     ] = None,
-) -> None:
+    seq_bucket: Annotated[
+        int, typer.Option(min=0, help="Text models: token counts that round up to the same multiple of this share "
+                          "a batch, padded (0: any lengths).")
+    ] = 32,
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "text",
+) -> None:  # fmt: skip
     """KServe V2 server with dynamic batching, an image route, health probes and Prometheus metrics."""
+    server_logging(log_level, log_format)
     if overload_status not in (429, 503):
         raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
     if canary and shadow:
         raise typer.BadParameter("choose --canary or --shadow, not both", param_hint="--shadow")
     env = settings()
     sizes = int_list(preferred, "--preferred") if preferred else ()
-    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes)
+    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes, seq_bucket)
     folder = Path(models[0])
     if len(models) == 1 and folder.is_dir():
         default_config = folder / "serve.yaml"
@@ -302,8 +309,9 @@ def serve(
         split = {"canary": canary, "canary_share": canary_share} if canary else {"shadow": shadow} if shadow else {}
         variants = [parse_variant(m, env, backend, threads) for m in models]
         served = [model_serving(v, split if i == 0 else {}, batching, env) for i, v in enumerate(variants)]
+    server = build_server(served, ServeConfig(batching, int(max_body_mb * 2**20), overload_status))
     render.serving(host, port, served)
-    run_server(served, ServeConfig(batching, int(max_body_mb * 2**20), overload_status), host, port)
+    run_app(server, server.app(), host, port)
 
 
 def main() -> None:

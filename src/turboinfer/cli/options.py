@@ -1,4 +1,4 @@
-"""What every CLI module shares: Settings from the environment and the --json option."""
+"""What every CLI module shares: Settings from the environment, the --json option, the server's log options."""
 
 from __future__ import annotations
 
@@ -9,10 +9,23 @@ from typing import Annotated
 import typer
 
 from turboinfer.core.settings import Settings
+from turboinfer.serve.logs import LEVELS, configure_logging
 
 JsonOption = Annotated[Path | None, typer.Option("--json", help="Also write the result as JSON here.")]
+LogLevelOption = Annotated[str, typer.Option(help="Server log level: debug, info (one access line per request), "
+                                             "warning or error.")]  # fmt: skip
+LogFormatOption = Annotated[str, typer.Option(help="Server log lines as text or json.")]
 
 
 def settings() -> Settings:
     """Settings from the environment (TURBOINFER_CACHE)."""
     return Settings.from_env(os.environ)
+
+
+def server_logging(level: str, fmt: str) -> None:
+    """Configure the server's logs from --log-level and --log-format (BadParameter for anything else)."""
+    if level not in LEVELS:
+        raise typer.BadParameter(f"choose one of {', '.join(LEVELS)}", param_hint="--log-level")
+    if fmt not in ("text", "json"):
+        raise typer.BadParameter("choose text or json", param_hint="--log-format")
+    configure_logging(level, "json" if fmt == "json" else "text")

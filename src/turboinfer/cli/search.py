@@ -16,7 +16,7 @@ from turboinfer.apps.imagesearch.query import index_variant, query_photo
 from turboinfer.apps.imagesearch.recall import evaluate_recall
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.cli import render
-from turboinfer.cli.options import JsonOption, settings
+from turboinfer.cli.options import JsonOption, LogFormatOption, LogLevelOption, server_logging, settings
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import VARIANT_SUFFIX, parse_variant
@@ -107,8 +107,11 @@ def serve_command(
     max_batch: Annotated[int, typer.Option(min=1)] = 8,
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
     queue: Annotated[int, typer.Option(min=1)] = 256,
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "text",
 ) -> None:
     """The search page at /, POST /v1/search, plus the model's KServe V2 routes, metrics and health."""
+    server_logging(log_level, log_format)
     gallery = GalleryIndex(index)
     variant = index_variant(gallery, model, settings())
     batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue)

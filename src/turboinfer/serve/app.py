@@ -13,40 +13,45 @@ from typing import Any
 
 import numpy as np
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from turboinfer import __version__
 from turboinfer.core.card import ModelCard
-from turboinfer.core.errors import InvalidInput, InvalidModel, TurboinferError
+from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
 from turboinfer.core.types import V2_DATATYPES, ImagePreprocess
 from turboinfer.models.image_pipeline import ImagePipeline
+from turboinfer.models.inputs import index_limits, load_graph
 from turboinfer.models.postprocess import softmax_top5
 from turboinfer.models.variant import sample_feeds
 from turboinfer.runtime.session import Session
 from turboinfer.serve import v2
-from turboinfer.serve.batcher import Batcher, BatcherConfig, DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.batcher import (
+    Batcher,
+    BatcherConfig,
+    BatchReport,
+    QueueFull,
+    Trace,
+)
+from turboinfer.serve.health import ModelHealth
+from turboinfer.serve.http import (
+    ClientGone,
+    deadline_from,
+    error,
+    failure,
+    priority_from,
+    read_body,
+    unless_disconnected,
+)
+from turboinfer.serve.logs import AccessLog, access_info
 from turboinfer.serve.metrics import ServerMetrics
 from turboinfer.serve.openapi import openapi
+from turboinfer.serve.padding import sequence_padding
+from turboinfer.serve.schema import parse_object
 from turboinfer.serve.traffic import SplitConfig, TrafficSplit
 from turboinfer.serve.worker import ModelWorker
-
-
-class SlowBody(TurboinferError):
-    """The request body did not arrive within the body timeout (408)."""
-
-
-FAILURES_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
-    (LookupError, 404, "not_found"),
-    (OverflowError, 413, "too_large"),
-    (SlowBody, 408, "timeout"),
-    (InvalidInput, 400, "invalid"),
-    (QueueFull, 429, "queue_full"),  # or 503, per ServeConfig.overload_status
-    (ShuttingDown, 503, "unavailable"),
-    (DeadlineExceeded, 504, "deadline"),
-)
-"""Exception → status code and the `outcome` label of turboinfer_requests_total."""
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -62,6 +67,8 @@ class ServeConfig:
     retry_after_s: int = 1
     body_timeout_s: float = 10.0
     """A body that takes longer than this to arrive is cut off with 408 (slow-loris protection)."""
+    health_interval_s: float = 1.0
+    """After an engine failure, how often a model's session is re-checked while it cannot run."""
 
 
 @dataclass
@@ -74,6 +81,9 @@ class ServedModel:
     batchers: list[Batcher]
     """The primary's first; a canary's or shadow's second."""
     pipeline: ImagePipeline | None
+    health: ModelHealth
+    limits: dict[str, int] = field(default_factory=dict)
+    """Index inputs (token ids) → the size of the table they index."""
     split: TrafficSplit | None = None
     version: str = "1"
     admitted: int = 0
@@ -120,14 +130,11 @@ class Call:
     body: bytes
     deadline: float | None
     priority: int
+    trace: Trace = field(default_factory=Trace)
+    """Filled in by the batcher: queue and compute time, batch rows (for the access log)."""
 
 
 Answer = Callable[[Call], Awaitable[Response]]
-
-
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """Every non-200 answer: {"error": "..."}."""
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 class Server:
@@ -148,29 +155,38 @@ class Server:
         self.models: dict[str, ServedModel] = {}
 
     async def runner(
-        self, label: str, card: ModelCard, session: Session, batching: BatcherConfig
+        self, label: str, card: ModelCard, session: Session, batching: BatcherConfig, health: ModelHealth
     ) -> tuple[ModelWorker, Batcher]:
-        """A warmed-up worker and a started batcher for one session (batch metrics under `label`)."""
-        worker = ModelWorker(session, batching.instances)
-        batcher = Batcher(batching, worker.run_batch, partial(self.metrics.on_batch, label))
+        """A warmed-up worker and a started batcher for one session (batch metrics under `label`; a batch the
+        engine failed on makes `health` check whether the session still runs)."""
+        worker = ModelWorker(session, batching.instances, sequence_padding(card, batching.seq_bucket))
+        batcher = Batcher(batching, worker.run_batch, partial(self.on_batch, label, health, worker))
         for rows in sorted({1, batching.max_batch}):
             await asyncio.to_thread(worker.infer, [sample_feeds(card, rows)])
         batcher.start()
         return worker, batcher
 
+    def on_batch(self, label: str, health: ModelHealth, worker: ModelWorker, report: BatchReport) -> None:
+        """Record a computed batch; after engine failures, check the session."""
+        self.metrics.on_batch(label, report)
+        if report.failed:
+            health.check(worker)
+
     async def load(self) -> None:
         """Build workers and batchers, warm up at the served batch sizes (and the image pipeline), then turn ready."""
         for name, (card, session) in self._sources.items():
             batching = self.batching.get(name, self.config.batcher)
-            worker, batcher = await self.runner(name, card, session, batching)
+            health = ModelHealth(name, sample_feeds(card, 1), self.config.health_interval_s)
+            worker, batcher = await self.runner(name, card, session, batching, health)
             pipeline = ImagePipeline(card.preprocess) if isinstance(card.preprocess, ImagePreprocess) else None
             if pipeline is not None:
                 await asyncio.to_thread(pipeline.warm_up)
-            model = ServedModel(name, card, [worker], [batcher], pipeline)
+            limits = index_limits(load_graph(card.onnx_path)) if card.onnx_path.suffix == ".onnx" else {}
+            model = ServedModel(name, card, [worker], [batcher], pipeline, health, limits)
             if name in self._splits:
                 other_card, other_session, split = self._splits[name]
                 other_worker, other_batcher = await self.runner(
-                    f"{name}:{split.mode}", other_card, other_session, batching
+                    f"{name}:{split.mode}", other_card, other_session, batching, health
                 )
                 model.workers.append(other_worker)
                 model.batchers.append(other_batcher)
@@ -184,69 +200,76 @@ class Server:
         await asyncio.gather(*(m.split.drain() for m in self.models.values() if m.split))
         await asyncio.gather(*(b.stop() for m in self.models.values() for b in m.batchers))
         for model in self.models.values():
+            model.health.stop()
             for worker in model.workers:
                 worker.close()
+
+    def is_ready(self, model: ServedModel | None = None) -> bool:
+        """Loaded, not draining, and every session (or this model's) able to run."""
+        models = [model] if model else list(self.models.values())
+        return self.ready and all(m.health.healthy for m in models)
 
     def model(self, name: str) -> ServedModel:
         """A served model by name; unknown or malformed names are 404 (never a path)."""
         if not NAME.match(name) or name not in self.models:
-            raise LookupError(f"unknown model {name!r}" if NAME.match(name) else "unknown model")
+            raise ModelNotFound(f"unknown model {name!r}" if NAME.match(name) else "unknown model")
         return self.models[name]
 
     async def body(self, request: Request) -> bytes:
-        """The request body, refused past the size limit (413)."""
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.config.max_body_bytes:
-            raise OverflowError(f"body of {declared} bytes is over the {self.config.max_body_bytes}-byte limit")
-        chunks, size = [], 0
-        try:
-            async with asyncio.timeout(self.config.body_timeout_s):
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > self.config.max_body_bytes:
-                        raise OverflowError(f"body is over the {self.config.max_body_bytes}-byte limit")
-                    chunks.append(chunk)
-        except TimeoutError:
-            raise SlowBody(f"request body took longer than {self.config.body_timeout_s:g} s to arrive") from None
-        return b"".join(chunks)
+        """The request body, under the size limit and the body timeout."""
+        return await read_body(request, self.config.max_body_bytes, self.config.body_timeout_s)
 
-    async def infer(
-        self, model: ServedModel, inputs: dict[str, np.ndarray], deadline: float | None, priority: int = 0
-    ) -> dict[str, np.ndarray]:
-        """Through the batcher, with metrics."""
+    def failure(self, err: Exception, request_id: str) -> tuple[str, Response]:
+        """The metric outcome and the {"error"} response for a failed request; server faults are logged."""
+        return failure(err, request_id, self.config.overload_status, self.config.retry_after_s)
+
+    async def infer(self, call: Call, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Through the batcher (with the requests its shapes can share a batch with), with metrics."""
+        model = call.model
         self.metrics.queue_depth.labels(model.name).set(model.batcher.depth)
         rows = len(next(iter(inputs.values())))
+        key = model.workers[0].key(inputs)
         if model.split is not None:
-            return await model.split.infer(inputs, rows, deadline, priority)
-        return await model.batcher.submit(inputs, rows, deadline, priority)
+            return await model.split.infer(inputs, rows, call.deadline, call.priority, key, call.trace)
+        return await model.batcher.submit(inputs, rows, call.deadline, call.priority, key, call.trace)
 
     async def handle(self, request: Request, name: str, answer: Answer) -> Response:
-        """Shared frame of the inference routes: lookup, body, deadline and priority, answer, map errors."""
+        """Shared frame of the inference routes: lookup, body, deadline and priority, answer, map errors. A client
+        that disconnects before its answer is ready has its work dropped."""
         start = time.perf_counter()
         outcome = "ok"
+        info = access_info(request)
+        info["model"] = name
+        trace = Trace()
         try:
             model = self.model(name)
             model.check_room()  # before reading a body that the queue would refuse anyway
             self.metrics.in_flight.labels(name).inc()
             try:
                 raw = await self.body(request)
-                return await answer(Call(request, model, raw, deadline_from(request, start), priority_from(request)))
+                call = Call(request, model, raw, deadline_from(request, start), priority_from(request), trace)
+                response = await unless_disconnected(request, answer(call))
             finally:
                 self.metrics.in_flight.labels(name).dec()
                 self.metrics.request_duration.labels(name).observe(time.perf_counter() - start)
-        except (LookupError, OverflowError, TurboinferError, RuntimeError) as err:
-            outcome, response = self.failure(err)
-            return response
+        except ClientGone:
+            outcome, response = "cancelled", Response(status_code=499)
+        except Exception as err:  # the one place errors become answers: client mistakes 4xx, the rest 500
+            outcome, response = self.failure(err, info["id"])
         finally:
             self.metrics.requests.labels(name if name in self.models else "unknown", outcome).inc()
+        if trace.batch_rows:
+            info.update(queue_ms=round(trace.queue_s * 1000, 2), compute_ms=round(trace.compute_s * 1000, 2),
+                        batch=trace.batch_rows)  # fmt: skip
+        return response
 
     async def v2_answer(self, call: Call) -> Response:
         """KServe V2 inference: decode the JSON/binary request, infer, encode."""
         model = call.model
         decoded = v2.decode_request(
-            call.body, call.request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs
+            call.body, call.request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs, model.limits
         )
-        outputs = await self.infer(model, decoded.inputs, call.deadline, call.priority)
+        outputs = await self.infer(call, decoded.inputs)
         body, headers = v2.encode_response(model.name, model.version, decoded, outputs)
         return Response(body, headers=headers)
 
@@ -262,19 +285,8 @@ class Server:
     async def image_answer(self, call: Call) -> Response:
         """The image route: decode with the model's pipeline, infer, top-5 classes or the embedding."""
         tensor = await self.preprocess(call.model, call.body)
-        inputs = {call.model.card.inputs[0].name: tensor[None]}
-        outputs = await self.infer(call.model, inputs, call.deadline, call.priority)
+        outputs = await self.infer(call, {call.model.card.inputs[0].name: tensor[None]})
         return JSONResponse(image_json(call.model.card, outputs))
-
-    def failure(self, err: Exception) -> tuple[str, Response]:
-        """The metric outcome and the {"error"} response for a failed request."""
-        for kind, status, outcome in FAILURES_TABLE:
-            if isinstance(err, kind):
-                if kind is QueueFull:
-                    headers = {"Retry-After": str(self.config.retry_after_s)}
-                    return outcome, error(self.config.overload_status, str(err), headers)
-                return outcome, error(status, str(err).strip("'\""))
-        return "error", error(500, f"inference failed: {type(err).__name__}")  # no internals in the message
 
     def app(self, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
         """The ASGI app with its routes (and an application's extra ones) and lifespan."""
@@ -289,7 +301,8 @@ class Server:
             return JSONResponse({"live": True})
 
         async def ready(request: Request) -> Response:
-            return JSONResponse({"ready": self.ready}, status_code=200 if self.ready else 503)
+            ok = self.is_ready()
+            return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
 
         async def server_metadata(request: Request) -> Response:
             return JSONResponse({"name": "turboinfer", "version": __version__, "extensions": ["binary_tensor_data"]})
@@ -297,16 +310,29 @@ class Server:
         async def model_metadata(request: Request) -> Response:
             try:
                 return JSONResponse(self.model(request.path_params["name"]).metadata())
-            except LookupError as err:
-                return error(404, str(err).strip("'\""))
+            except ModelNotFound as err:
+                return error(404, str(err))
 
         async def model_ready(request: Request) -> Response:
             try:
-                self.model(request.path_params["name"])
-            except LookupError as err:
-                return error(404, str(err).strip("'\""))
-            return JSONResponse({"name": request.path_params["name"], "ready": self.ready},
-                                status_code=200 if self.ready else 503)  # fmt: skip
+                ok = self.is_ready(self.model(request.path_params["name"]))
+            except ModelNotFound as err:
+                return error(404, str(err))
+            return JSONResponse({"name": request.path_params["name"], "ready": ok}, status_code=200 if ok else 503)
+
+        async def repository_index(request: Request) -> Response:
+            try:
+                raw = await self.body(request)
+                ready_only = raw.strip() and parse_object(raw, "request body").boolean("ready")
+            except Exception as err:
+                return self.failure(err, access_info(request)["id"])[1]
+            rows = [{"name": n, "version": m.version, "state": "READY" if self.is_ready(m) else "UNAVAILABLE",
+                     "reason": "" if self.is_ready(m) else m.health.reason or "loading or draining"}
+                    for n, m in self.models.items()]  # fmt: skip
+            return JSONResponse([r for r in rows if r["state"] == "READY" or not ready_only])
+
+        async def model_control(request: Request) -> Response:
+            return error(400, "models are loaded at start and cannot be loaded or unloaded through the API")
 
         async def v2_infer(request: Request) -> Response:
             return await self.handle(request, request.path_params["name"], self.v2_answer)
@@ -327,6 +353,8 @@ class Server:
             Route("/v2/models/{name}/infer", v2_infer, methods=["POST"]),
             Route("/v2/models/{name}/versions/{version}/infer", v2_infer, methods=["POST"]),
             Route("/v1/models/{name}/image", image_infer, methods=["POST"]),
+            Route("/v2/repository/index", repository_index, methods=["POST"]),
+            Route("/v2/repository/models/{name}/{action:str}", model_control, methods=["POST"]),
             Route("/metrics", metrics),
             Route("/openapi.json", lambda request: JSONResponse(openapi())), *extra_routes,
         ]  # fmt: skip
@@ -335,27 +363,8 @@ class Server:
             status = getattr(exc, "status_code", 500)
             return error(status, "not found" if status == 404 else str(getattr(exc, "detail", "error")))
 
-        return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: http_error, 405: http_error})
-
-
-def deadline_from(request: Request, start: float) -> float | None:
-    """Absolute deadline from the X-Request-Timeout-Ms header, if any."""
-    raw = request.headers.get("x-request-timeout-ms")
-    if raw is None:
-        return None
-    try:
-        return start + float(raw) / 1000
-    except ValueError:
-        raise InvalidInput("X-Request-Timeout-Ms must be a number of milliseconds") from None
-
-
-def priority_from(request: Request) -> int:
-    """Priority from the X-Request-Priority header (lower runs first; default 0)."""
-    raw = request.headers.get("x-request-priority", "0")
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidInput("X-Request-Priority must be an integer") from None
+        return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)],
+                         exception_handlers={404: http_error, 405: http_error})  # fmt: skip
 
 
 def image_json(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, Any]:

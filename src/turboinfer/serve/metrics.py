@@ -47,6 +47,10 @@ class ServerMetrics:
                                    ["model", "agree"], registry=r)  # fmt: skip
         self.shadow_cosine = Histogram("turboinfer_shadow_cosine", "Cosine between primary and shadow outputs.",
                                        ["model"], buckets=COSINE_BUCKETS, registry=r)  # fmt: skip
+        self.skipped = Counter("turboinfer_skipped_requests", "Accepted requests not computed: deadline passed "
+                               "(expired) or client gone (cancelled).", ["model", "reason"], registry=r)  # fmt: skip
+        self.engine_failures = Counter("turboinfer_engine_failures", "Requests the engine failed on (500).",
+                                       ["model"], registry=r)  # fmt: skip
         self.shadow_errors = Counter("turboinfer_shadow_errors", "Shadow requests that failed.", ["model"], registry=r)
 
     def on_batch(self, model: str, report: BatchReport) -> None:
@@ -59,6 +63,11 @@ class ServerMetrics:
             self.execution_count.labels(model).inc()
         for seconds in report.queue_s:
             self.queue_duration.labels(model).observe(seconds)
+        for reason, count in (("expired", report.expired), ("cancelled", report.cancelled)):
+            if count:
+                self.skipped.labels(model, reason).inc(count)
+        if report.failed:
+            self.engine_failures.labels(model).inc(report.failed)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

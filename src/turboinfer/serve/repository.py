@@ -18,7 +18,7 @@ from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.traffic import SplitConfig
 
 MODEL_KEYS = {"backend", "threads", "max_batch", "max_delay_ms", "queue", "instances", "preferred", "canary",
-              "canary_share", "shadow"}  # fmt: skip
+              "canary_share", "shadow", "seq_bucket"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ def model_serving(variant: Variant, settings: dict[str, Any], defaults: BatcherC
         queue_size=int(settings.get("queue", defaults.queue_size)),
         instances=int(settings.get("instances", defaults.instances)),
         preferred=tuple(int(v) for v in settings.get("preferred", defaults.preferred)),
+        seq_bucket=int(settings.get("seq_bucket", defaults.seq_bucket)),
     )
     other = settings.get("canary") or settings.get("shadow")
     if settings.get("canary") and settings.get("shadow"):

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.applications import Starlette
 
-from turboinfer.core.errors import InvalidInput
+from turboinfer.core.card import ModelCard, file_sha256
+from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.serve.app import ServeConfig, Server, check_servable
 from turboinfer.serve.repository import ModelServing
 
@@ -42,12 +43,20 @@ class DrainingServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
+def check_file(card: ModelCard) -> None:
+    """InvalidModel when the card records a hash and the ONNX file no longer matches it (corrupt or replaced)."""
+    if card.onnx_sha256 and file_sha256(card.onnx_path) != card.onnx_sha256:
+        raise InvalidModel(f"{card.onnx_path} does not match the sha256 in its card (corrupt or replaced); rebuild it")
+
+
 def build_server(served: list[ModelServing], config: ServeConfig) -> Server:
-    """A Server for these models, each under its model name, with its own batching and optional second variant."""
+    """A Server for these models, each under its model name, with its own batching and optional second variant;
+    every model file is checked and opened here, before anything listens."""
     models, splits, batching = {}, {}, {}
     for entry in served:
         card = entry.variant.card
         check_servable(card)
+        check_file(card)
         models[card.name] = (card, entry.variant.open())
         batching[card.name] = entry.batcher
         if entry.second is not None and entry.split is not None:
@@ -55,6 +64,7 @@ def build_server(served: list[ModelServing], config: ServeConfig) -> Server:
                 raise InvalidInput(
                     f"{entry.second.label} takes different inputs than {card.name}; it cannot share its traffic"
                 )
+            check_file(entry.second.card)
             splits[card.name] = (entry.second.card, entry.second.open(), entry.split)
     return Server(models, config, splits, batching)
 
@@ -65,9 +75,3 @@ def run_app(server: Server, app: Starlette, host: str = "127.0.0.1", port: int =
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=DRAIN_TIMEOUT_S
     )
     DrainingServer(uvicorn_config, server).run()
-
-
-def run_server(served: list[ModelServing], config: ServeConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve these models until SIGTERM/SIGINT (see run_app)."""
-    server = build_server(served, config)
-    run_app(server, server.app(), host, port)

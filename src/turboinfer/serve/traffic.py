@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from turboinfer.serve.batcher import Batcher
+from turboinfer.serve.batcher import Batcher, Trace
 from turboinfer.serve.metrics import ServerMetrics
 
 Tensors = dict[str, np.ndarray]
@@ -52,14 +53,15 @@ class TrafficSplit:
         self.metrics.variant_duration.labels(self.model, variant).observe(time.perf_counter() - start)
         return result
 
-    async def infer(self, inputs: Tensors, rows: int, deadline: float | None, priority: int) -> Tensors:
+    async def infer(self, inputs: Tensors, rows: int, deadline: float | None, priority: int, key: Hashable = None,
+                    trace: Trace | None = None) -> Tensors:  # fmt: skip
         """Answer from the primary or the canary; mirror to the shadow without making the client wait for it."""
-        args = (inputs, rows, deadline, priority)
+        args = (inputs, rows, deadline, priority, key)
         if self.config.mode == "canary":
             if self._random.random() < self.config.share:
-                return await self.timed("canary", self.secondary, *args)
-            return await self.timed("primary", self.primary, *args)
-        answer = await self.timed("primary", self.primary, *args)
+                return await self.timed("canary", self.secondary, *args, trace)
+            return await self.timed("primary", self.primary, *args, trace)
+        answer = await self.timed("primary", self.primary, *args, trace)
         task = asyncio.create_task(self.compare(args, answer))
         self._shadows.add(task)
         task.add_done_callback(self._shadows.discard)

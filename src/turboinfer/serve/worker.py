@@ -1,8 +1,11 @@
-"""Runs batches on a Session in worker threads, so the event loop never blocks on inference."""
+"""Runs batches on a Session in worker threads, so the event loop never blocks on inference; a failing batch is
+retried one request at a time, so that only the requests the engine fails on get an error."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
@@ -10,6 +13,9 @@ import numpy as np
 
 from turboinfer.runtime.session import Session
 from turboinfer.serve.batcher import Pending
+from turboinfer.serve.padding import SequencePadding, exact_key
+
+log = logging.getLogger("turboinfer.serve")
 
 Tensors = dict[str, np.ndarray]
 
@@ -47,25 +53,58 @@ def run_fixed(session: Session, feeds: Tensors, size: int) -> Tensors:
 
 
 class ModelWorker:
-    """One model's session and the threads that run its batches (padding/splitting for fixed-batch models)."""
+    """One model's session and the threads that run its batches (sequence padding for text models, chunks for
+    fixed-batch models)."""
 
-    def __init__(self, session: Session, instances: int = 1) -> None:
+    def __init__(self, session: Session, instances: int = 1, padding: SequencePadding | None = None) -> None:
         self.session = session
         self.fixed_batch = fixed_batch(session)
+        self.padding = padding
         self._executor = ThreadPoolExecutor(max_workers=instances, thread_name_prefix="infer")
 
+    def key(self, inputs: Tensors) -> Hashable:
+        """Requests with equal keys may share a batch."""
+        return exact_key(inputs) if self.padding is None else self.padding.key(inputs)
+
     def infer(self, items: list[Tensors]) -> list[Tensors]:
-        """Synchronous: stack, run (chunked and padded for a fixed batch), split (runs in a worker thread)."""
-        feeds = stack(items)
+        """Synchronous: pad, stack, run (chunked for a fixed batch), split, cut back (runs in a worker thread)."""
+        feeds = stack(items if self.padding is None else self.padding.pad(items))
         outputs = (
             self.session.run(feeds) if self.fixed_batch is None else run_fixed(self.session, feeds, self.fixed_batch)
         )
-        return split(outputs, [len(next(iter(i.values()))) for i in items])
+        answers = split(outputs, [len(next(iter(i.values()))) for i in items])
+        if self.padding is not None:
+            answers = [self.padding.cut(a, self.padding.length(i)) for a, i in zip(answers, items, strict=True)]
+        return answers
 
-    async def run_batch(self, batch: list[Pending]) -> list[Tensors]:
+    def infer_isolated(self, items: list[Tensors]) -> list[Tensors | Exception]:
+        """infer, and when the batch fails, each request alone: one result or exception per request."""
+        try:
+            return list(self.infer(items))
+        except Exception as err:
+            if len(items) == 1:
+                return [err]
+            log.warning("a batch of %d requests failed (%s); running them one at a time", len(items), err)
+        results: list[Tensors | Exception] = []
+        for item in items:
+            try:
+                results.extend(self.infer([item]))
+            except Exception as err:
+                results.append(err)
+        return results
+
+    async def run_batch(self, batch: list[Pending]) -> list[Tensors | Exception]:
         """The batcher's run_batch: infer off the event loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.infer, [p.payload for p in batch])
+        return await loop.run_in_executor(self._executor, self.infer_isolated, [p.payload for p in batch])
+
+    def probe(self, feeds: Tensors) -> Exception | None:
+        """Run one sample batch (synchronously): None when the session can run, else the exception."""
+        try:
+            self.session.run(feeds)
+        except Exception as err:
+            return err
+        return None
 
     def close(self) -> None:
         """Stop the worker threads."""

@@ -22,8 +22,9 @@ from turboinfer.apps.imagesearch.index import GalleryIndex, Hit, import_faiss
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.preprocess import image_tensor
 from turboinfer.models.variant import Variant
-from turboinfer.serve.app import Call, ServeConfig, Server, check_servable, error
+from turboinfer.serve.app import Call, ServeConfig, Server, check_servable
 from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.http import error
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 THUMBNAIL_SIDE = 256
@@ -72,8 +73,7 @@ class SearchService:
         begin = time.perf_counter()
         tensor = await self.server.preprocess(call.model, call.body, self.pipeline)
         decoded = time.perf_counter()
-        outputs = await self.server.infer(call.model, {self.card.inputs[0].name: tensor[None]}, call.deadline,
-                                          call.priority)  # fmt: skip
+        outputs = await self.server.infer(call, {self.card.inputs[0].name: tensor[None]})
         embedded = time.perf_counter()
         hits = self.gallery.search(l2_normalize(outputs[self.output].reshape(1, -1)), k)[0]
         done = time.perf_counter()

@@ -85,10 +85,10 @@ def wait_ready(url: str, process: subprocess.Popen) -> subprocess.Popen:
     raise RuntimeError(f"server did not become ready at {url}")
 
 
-def start(model: str, port: int, *options: str, threads: int = 2) -> subprocess.Popen:
+def start(model: str, port: int, *options: str, threads: int = 2, **popen: Any) -> subprocess.Popen:
     """`turboinfer serve MODEL` in its own process, returned once ready."""
     command = [sys.executable, "-m", "turboinfer.cli.main", "serve", model, "--port", str(port)]
-    process = launch([*command, "--threads", str(threads), *options])
+    process = launch([*command, "--threads", str(threads), *options], **popen)
     return wait_ready(f"http://127.0.0.1:{port}/v2/health/ready", process)
 
 

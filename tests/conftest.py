@@ -63,3 +63,14 @@ def write_tiny_model(path: Path) -> Path:
 @pytest.fixture()
 def tiny_model(tmp_path: Path) -> Path:
     return write_tiny_model(tmp_path / "tiny.onnx")
+
+
+@pytest.fixture(scope="session")
+def user_models(tmp_path_factory) -> dict[str, Path]:
+    """ONNX models that are not in the zoo, exported the way a user would (random weights, seeded): a torchvision
+    image classifier, a recurrent text classifier over token ids, and an MLP over generic tensors."""
+    from tests.user_models import mlp, recurrent_classifier, torchvision_classifier
+
+    folder = tmp_path_factory.mktemp("user-models")
+    return {"image": torchvision_classifier("mobilenet_v3_small", folder / "mobilenet_v3_small.onnx", classes=10),
+            "text": recurrent_classifier(folder / "gru_text.onnx"), "tensor": mlp(folder / "mlp.onnx")}  # fmt: skip

@@ -96,7 +96,8 @@ def test_resolve_accepts_names_cards_and_bare_onnx(effnet, settings, tiny_model,
     assert resolve_model("efficientnet-lite0", settings) == effnet
     assert resolve_model(str(effnet.card_path), settings) == effnet
     bare = resolve_model(str(tiny_model), settings)
-    assert (bare.task, bare.inputs[0].name, bare.inputs[0].shape) == ("unknown", "x", ("batch", 4))
+    assert (bare.task, bare.inputs[0].name, bare.inputs[0].shape) == ("classify", "x", ("batch", 4))  # [N, 3] output
+    assert bare.preprocess is None and "generic tensor" in bare.extra["inferred"][0]
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(b"definitely not onnx")
     with pytest.raises(InvalidModel, match="corrupt.onnx"):

@@ -8,8 +8,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from turboinfer.models.catalog import card_from_onnx
-from turboinfer.optimize.accuracy import classify_metrics
+from turboinfer.measure.fidelity import classify_metrics
+from turboinfer.models.cards import card_from_onnx
 from turboinfer.optimize.culprit import find_culprits, with_float_nodes
 from turboinfer.optimize.passes import make_pass
 from turboinfer.optimize.passes.base import PassContext, apply_pass

@@ -29,7 +29,7 @@ def result(settings, tmp_path_factory):
     )
     plan = Plan("efficientnet-lite0", strategy="exhaustive", space=space, **SMALL)
     outcome = run(plan, settings)
-    outcome.files = artifacts.save(outcome, tmp_path_factory.mktemp("optimize-out"))
+    outcome.files = artifacts.save(outcome, tmp_path_factory.mktemp("optimize-out"), settings)
     return outcome
 
 
@@ -87,16 +87,22 @@ def test_photo_folders_skip_corrupt_files_and_refuse_too_few(effnet, settings, t
     sets = input_sets(effnet, settings, tmp_path, n_calibration=4, n_evaluation=10)
     assert len(sets.skipped) == 2 and sets.sources == {"calibration": 2, "evaluation": 3}
     assert any(s.startswith("truncated.jpg:") for s in sets.skipped)
-    empty = tmp_path / "empty"
-    empty.mkdir()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "truncated.jpg").write_bytes(good[0].read_bytes()[:200])
     with pytest.raises(DataUnavailable, match="0 usable photos"):
-        input_sets(effnet, settings, empty)
+        input_sets(effnet, settings, broken)
+    (broken / "truncated.jpg").unlink()
+    with pytest.raises(InvalidInput, match="holds no photos"):
+        input_sets(effnet, settings, broken)
     with pytest.raises(InvalidInput, match="not found"):
         input_sets(effnet, settings, tmp_path / "missing")
 
 
 def test_photo_folders_are_for_image_models_only(minilm, settings, tmp_path):
-    with pytest.raises(InvalidInput, match="image models only"):
+    photo = all_photos(settings)[0]
+    (tmp_path / photo.name).write_bytes(photo.read_bytes())
+    with pytest.raises(InvalidInput, match=r"takes token ids \(a text file or tensors\); --inputs .* holds photos"):
         input_sets(minilm, settings, tmp_path)
 
 

@@ -3,11 +3,22 @@
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from turboinfer.core.card import ModelCard, Provenance
+from turboinfer.core.errors import InvalidInput
 from turboinfer.core.types import ImagePreprocess, TensorSpec, TextPreprocess
 from turboinfer.hardware.probe import CpuInfo
 from turboinfer.optimize.plan import Candidate, Outcome, Plan, Step
-from turboinfer.optimize.search import Exhaustive, RandomSearch, RefineSpace, Staged, default_space
+from turboinfer.optimize.search import (
+    Exhaustive,
+    RandomSearch,
+    RefineSpace,
+    Staged,
+    default_space,
+    in_pass_order,
+    space_for,
+)
 
 IMAGE_IN = (TensorSpec("image", ("batch", 3, 224, 224), "float32"),)
 LOGITS = (TensorSpec("logits", ("batch", 1000), "float32"),)
@@ -54,8 +65,9 @@ def test_staged_refines_the_fastest_candidate_that_fits():
         strategy.tell(Outcome(candidate, status, ratio=ratio))
     refined = asked[3:]
     assert all(c.backend == "openvino" for c in refined)  # around ov, the fastest that fits
-    assert refined[0].steps == (Step("fold-normalize"),)
-    assert {c.options.intra_threads for c in refined[1:] if not c.batch} == {1, 2}
+    assert refined[0].steps == (Step("fold-normalize"),)  # nothing quantized: folded at the end, which is all
+    assert refined[1].steps == (Step("fold-normalize", {"layout": "NCHW"}),)
+    assert {c.options.intra_threads for c in refined[2:] if not c.batch} == {1, 2}
     assert refined[-1].batch == 4
 
 
@@ -65,3 +77,27 @@ def test_exhaustive_and_random_are_deterministic_and_start_with_the_original():
     drawn = [c.model for c in iter(RandomSearch(pool, trials=4, seed=3).ask, None)]
     assert len(drawn) == 4 and drawn[0] == "0" and len(set(drawn)) == 4
     assert drawn == [c.model for c in iter(RandomSearch(pool, trials=4, seed=3).ask, None)]
+
+
+def test_normalization_is_folded_after_quantization_never_before():
+    """The pass-order rule: a prologue folded in before quantization gets QDQ nodes of its own (slower)."""
+    int8 = Candidate((Step("ort-int8-static"),), "ort")
+    folded = [c.steps for c in RefineSpace(AMX, fold=True).around(int8)[:2]]
+    assert folded == [(Step("ort-int8-static"), Step("fold-normalize")),
+                      (Step("ort-int8-static"), Step("fold-normalize", {"layout": "NCHW"}))]  # fmt: skip
+    nncf = Candidate((Step("nncf-int8"),), "openvino")
+    assert all(s.name != "fold-normalize" for c in RefineSpace(AMX, fold=True).around(nncf) for s in c.steps)
+    users = Candidate((Step("fold-normalize"), Step("onnxslim"), Step("ort-int8-static")), "ort")
+    assert in_pass_order(users).steps == (Step("onnxslim"), Step("ort-int8-static"), Step("fold-normalize"))
+    plan = Plan("net", space=(users, Candidate((Step("onnxslim"), Step("fold-normalize")), "ort")))
+    ordered, _ = space_for(IMAGE, AMX, plan)
+    assert [steps([c]) for c in ordered[1:]] == [[("onnxslim", "ort-int8-static", "fold-normalize")],
+                                                 [("onnxslim", "fold-normalize")]]  # fmt: skip
+    with pytest.raises(InvalidInput, match="fold-normalize cannot follow nncf-int8"):
+        in_pass_order(Candidate((Step("fold-normalize"), Step("nncf-int8")), "openvino"))
+
+
+def test_generic_tensor_models_get_static_and_dynamic_int8():
+    tensor = replace(IMAGE, inputs=(TensorSpec("x", ("batch", 16), "float32"),), preprocess=None)
+    candidates, _ = default_space(tensor, AMX, Plan("mlp"), cuda=False)
+    assert ("ort-int8-static",) in steps(candidates) and ("ort-int8-dynamic",) in steps(candidates)

@@ -13,10 +13,19 @@ from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
-from turboinfer.cli.options import JsonOption, LogFormatOption, LogLevelOption, server_logging, settings
+from turboinfer.cli.card import card
+from turboinfer.cli.options import (
+    JsonOption,
+    LogFormatOption,
+    LogLevelOption,
+    TokenizerOption,
+    server_logging,
+    settings,
+)
 from turboinfer.cli.search import search
 from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.types import ImagePreprocess
+from turboinfer.measure.fidelity import DECISIVE_P
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.models.variant import parse_variant
 from turboinfer.optimize import artifacts
@@ -36,6 +45,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, op
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
 app.add_typer(zoo, name="zoo")
 app.add_typer(search, name="search")
+app.add_typer(card, name="card")
 
 
 @app.command()
@@ -89,6 +99,7 @@ def profile(
     json_path: JsonOption = None,
     html_path: Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.")] = None,
     quick: Annotated[bool, typer.Option(help="Short caps and small sweeps (seconds, not minutes).")] = False,
+    tokenizer: TokenizerOption = None,
 ) -> None:
     """Where the time goes: stages, operators, roofline, jitter, scaling, and what to do about it."""
     if pipeline not in ("auto", "image", "text", "none"):
@@ -100,8 +111,10 @@ def profile(
     )  # fmt: skip
     if quick:
         request = ProfileRequest.quick(backend=backend, options=request.options, pipeline=kind, inputs=inputs)
+    resolved = resolve_model(model, settings(), tokenizer)
+    render.inferred(resolved)
     with render.progress() as step:
-        report = profile_model(resolve_model(model, settings()), request, settings(), progress=step)
+        report = profile_model(resolved, request, settings(), progress=step)
     render.profile(report)
     data = report.to_dict()
     if json_path:
@@ -134,6 +147,13 @@ def percent(text: str, option: str = "--fail-if-slower") -> float:
         return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise typer.BadParameter(f"expected a percentage like 5%, got {text!r}", param_hint=option) from None
+
+
+def budget_drop(text: str) -> tuple[float, bool]:
+    """--budget: "1%" (relative to the original's accuracy) or "1pt" (accuracy points) → (0.01, points?)."""
+    if text.endswith("pt"):
+        return percent(text.removesuffix("pt") + "%", "--budget"), True
+    return percent(text, "--budget"), False
 
 
 @app.command()
@@ -176,6 +196,7 @@ def bench(
     if model is None:
         raise typer.BadParameter("give a MODEL, or --http URL", param_hint="MODEL")
     a = parse_variant(model, env, backend, threads)
+    render.inferred(a.card)
     b = parse_variant(vs, env, backend, threads) if vs else None
     config = BenchConfig(batch=batch, duration=duration, runs=runs)
     store = None if no_history else (history_path or env.history_path)
@@ -190,8 +211,23 @@ def bench(
 @app.command()
 def optimize(
     model: Annotated[str, typer.Argument(help="Zoo name, ModelCard (.card.json) or ONNX path.")],
-    inputs: Annotated[Path | None, typer.Option(help="Folder of real photos (default: packaged photos).")] = None,
-    budget: Annotated[str, typer.Option(help="Allowed fidelity drop, e.g. 1% (top-1 agreement / cosine).")] = "1%",
+    inputs: Annotated[
+        Path | None, typer.Option(help="Photos, an ImageFolder (labels), a text file, an .npz or .npy folder.")
+    ] = None,
+    budget: Annotated[
+        str,
+        typer.Option(
+            help="Allowed drop: 1% (labelled: of the original's accuracy; else decisive top-1 agreement "
+            "/ cosine) or 1pt (labelled: accuracy points)."
+        ),
+    ] = "1%",
+    label_map: Annotated[
+        Path | None, typer.Option(help="ImageFolder class names → indices (lines: name index).")
+    ] = None,
+    decisive: Annotated[
+        float, typer.Option(min=0.01, max=0.99, help="Inputs whose top-1 probability is ≥ this judge agreement.")
+    ] = DECISIVE_P,
+    tokenizer: TokenizerOption = None,
     objective: Annotated[str, typer.Option(help="latency (at --batch) or throughput (items/s).")] = "latency",
     batch: Annotated[int, typer.Option(min=1)] = 1,
     p99_target_ms: Annotated[
@@ -217,8 +253,11 @@ def optimize(
     quick: Annotated[bool, typer.Option(help="Few inputs, short timing, no slow candidates (about a minute).")] = False,
 ) -> None:
     """Search passes, backends and options; keep the fastest variant inside the accuracy budget, explained."""
+    drop, points = budget_drop(budget)
     fields = {
-        "model": model, "inputs": str(inputs) if inputs else None, "budget": percent(budget, "--budget"),
+        "model": model, "inputs": str(inputs) if inputs else None, "budget": drop, "budget_points": points,
+        "label_map": str(label_map) if label_map else None, "decisive": decisive,
+        "tokenizer": str(tokenizer) if tokenizer else None,
         "objective": objective, "batch": batch, "p99_target_ms": p99_target_ms, "swap": swap or [],
         "strategy": strategy, "trials": trials, "metric": metric, "metric_min": metric_min, "out_dir": str(out),
         "output": output,
@@ -226,12 +265,13 @@ def optimize(
     plan = load_plan(config, {"model": model}) if config else Plan.from_dict(fields)
     plan = quick_plan(plan) if quick else plan
     env = settings()
+    render.inferred(resolve_model(plan.model, env, Path(plan.tokenizer) if plan.tokenizer else None))
     if dry_run:
         render.console.print_json(expand(plan, env).to_json())
         return
     with render.progress() as step:
         result = run_optimize(plan, env, progress=lambda label, done: step(f"[{done + 1}] {label}"))
-    files = artifacts.save(result, Path(plan.out_dir))
+    files = artifacts.save(result, Path(plan.out_dir), env)
     render.optimize_result(result)
     for path in files.values():
         render.console.print(f"wrote {path}")
@@ -308,6 +348,8 @@ def serve(
     else:
         split = {"canary": canary, "canary_share": canary_share} if canary else {"shadow": shadow} if shadow else {}
         variants = [parse_variant(m, env, backend, threads) for m in models]
+        for variant in variants:
+            render.inferred(variant.card)
         served = [model_serving(v, split if i == 0 else {}, batching, env) for i, v in enumerate(variants)]
     server = build_server(served, ServeConfig(batching, int(max_body_mb * 2**20), overload_status))
     render.serving(host, port, served)

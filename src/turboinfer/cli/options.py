@@ -15,6 +15,7 @@ JsonOption = Annotated[Path | None, typer.Option("--json", help="Also write the 
 LogLevelOption = Annotated[str, typer.Option(help="Server log level: debug, info (one access line per request), "
                                              "warning or error.")]  # fmt: skip
 LogFormatOption = Annotated[str, typer.Option(help="Server log lines as text or json.")]
+TokenizerOption = Annotated[Path | None, typer.Option(help="A tokenizer.json for a text model that has none.")]
 
 
 def settings() -> Settings:

@@ -102,6 +102,13 @@ def zoo_list(rows: list[dict[str, object]]) -> None:
     console.print(table)
 
 
+def inferred(card: ModelCard, always: bool = False) -> None:
+    """Say what was inferred from a bare ONNX graph (a model with no card file), one line per input and task."""
+    if card.extra.get("inferred") and (always or not card.card_path.is_file()):
+        for line in card.extra["inferred"]:
+            console.print(f"[dim]inferred:[/] {escape(line)}", highlight=False)
+
+
 def zoo_built(card: ModelCard) -> None:
     """Render `turboinfer zoo build`: the card path on stdout (scriptable), details on stderr."""
     seconds = card.extra.get("build_seconds")
@@ -266,13 +273,18 @@ def optimize_result(result: OptimizeResult) -> None:
     for column in ("candidate", "status", "speed-up", "ratio 95% CI", "fidelity", "reason"):
         table.add_column(column, justify="left" if column in ("candidate", "status", "reason") else "right")
     for o in result.outcomes:
-        main = o.fidelity.get("top1_agreement", o.fidelity.get("cosine_mean"))
+        main = o.fidelity.get(o.judged) if o.judged else None
         table.add_row(
             escape(o.candidate.label), o.status, f"{1 / o.ratio:.2f}×" if o.ratio else "—",
             f"{o.ratio_ci[0]:.2f}–{o.ratio_ci[1]:.2f}" if o.ratio_ci else "—",
             f"{main:.4f}" if main is not None else "—", escape(o.reason),
         )  # fmt: skip
     console.print(table)
+    judged = next((o for o in result.outcomes if o.judged_by), None)
+    if judged is not None:
+        console.print(f"judged by {escape(judged.judged_by)}; inputs: {escape(str(result.inputs.get('origin', '')))}")
+    for text in dict.fromkeys(o.warning for o in result.outcomes if o.warning):
+        console.print(f"[yellow]warning:[/] {escape(text)}")
     if result.culprits:
         trials = ", ".join(f"{t['float_nodes']}→{t['metric']:.3f}" for t in result.culprits["trials"])
         console.print(f"culprit finder on {escape(result.culprits['candidate'])}: nodes in float → metric: {trials}")

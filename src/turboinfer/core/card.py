@@ -58,6 +58,12 @@ class ModelCard:
         return card_path_for(self.onnx_path)
 
     @property
+    def source(self) -> Path:
+        """What other commands take to load this model again: its card file, or the bare ONNX file it was
+        inferred from."""
+        return self.card_path if self.card_path.is_file() else self.onnx_path
+
+    @property
     def folder(self) -> Path:
         """The folder holding the model and its side files (tokenizer, ...)."""
         return self.onnx_path.parent

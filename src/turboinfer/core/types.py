@@ -118,12 +118,18 @@ class ImagePreprocess:
 
 @dataclass(frozen=True)
 class TextPreprocess:
-    """How sentences become token tensors."""
+    """How sentences become token tensors, and which model inputs take them."""
 
     tokenizer: str = "tokenizer.json"
-    """Tokenizer file (Hugging Face tokenizers JSON), relative to the card's folder."""
+    """Tokenizer file (Hugging Face tokenizers JSON), relative to the card's folder (or absolute); "" = none yet."""
     max_length: int = 256
     """Longest sequence in tokens; longer inputs are truncated."""
+    ids: str = "input_ids"
+    """The input that takes token ids."""
+    mask: str = "attention_mask"
+    """The input that takes the attention mask ("" = the model has none)."""
+    type_ids: str = "token_type_ids"
+    """The input that takes token type (segment) ids ("" = the model has none)."""
     kind: Literal["text"] = "text"
 
 

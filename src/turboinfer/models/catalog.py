@@ -6,16 +6,15 @@ import importlib.metadata
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import onnx
-
 from turboinfer.core.card import ModelCard, Provenance, card_path_for, file_sha256, load_card, save_card
-from turboinfer.core.errors import InvalidModel, ModelNotFound
+from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
 from turboinfer.core.settings import Settings
-from turboinfer.core.types import UNKNOWN_RANK, UNNAMED, ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
-from turboinfer.models.inputs import load_graph
+from turboinfer.core.types import ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
+from turboinfer.models.cards import card_from_onnx
+from turboinfer.models.inputs import check_preprocess
 from turboinfer.runtime.session import SessionOptions
 from turboinfer.runtime.torch import TorchSession
 
@@ -177,44 +176,24 @@ def build_zoo_model(name: str, settings: Settings, force: bool = False) -> Model
     return load_card(card_path_for(final / "model.onnx"))
 
 
-def card_from_onnx(path: Path) -> ModelCard:
-    """A minimal card for a bare ONNX file: tensors read from the graph, task unknown."""
-    model = load_graph(path)
-    initializers = {init.name for init in model.graph.initializer}
-
-    def spec(value: onnx.ValueInfoProto) -> TensorSpec:
-        tensor = value.type.tensor_type
-        dims = tuple(
-            d.dim_value if d.HasField("dim_value") else (d.dim_param or ("batch" if i == 0 else UNNAMED))
-            for i, d in enumerate(tensor.shape.dim)
-        )
-        if not tensor.HasField("shape"):
-            dims = UNKNOWN_RANK
-        return TensorSpec(value.name, dims, onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name)
-
-    if not model.graph.output:
-        raise InvalidModel(f"{path} has no graph outputs")
-    return ModelCard(
-        name=path.stem,
-        task="unknown",
-        onnx_path=path,
-        inputs=tuple(spec(v) for v in model.graph.input if v.name not in initializers),
-        outputs=tuple(spec(v) for v in model.graph.output),
-        provenance=Provenance(source=f"file {path.name}", license="unknown"),
-    ).with_hash()
-
-
-def resolve_model(ref: str, settings: Settings) -> ModelCard:
-    """A ModelCard from a zoo name (built on first use), a card JSON path, or an ONNX path."""
+def resolve_model(ref: str, settings: Settings, tokenizer: Path | None = None) -> ModelCard:
+    """A ModelCard from a zoo name (built on first use), a card JSON path, or an ONNX path (its card beside it,
+    else one inferred from the graph); a card whose preprocessing does not fit its inputs is refused. `tokenizer`
+    gives a text model one (a card's own is replaced)."""
     path = Path(ref)
-    if ref.endswith(".json"):
-        return load_card(path)
     if ref.endswith(".onnx"):
         if not path.is_file():
             raise ModelNotFound(f"model file not found: {path}")
         sidecar = card_path_for(path)
-        return load_card(sidecar) if sidecar.is_file() else card_from_onnx(path)
-    return build_zoo_model(ref, settings)
+        card = load_card(sidecar) if sidecar.is_file() else card_from_onnx(path, tokenizer)
+    else:
+        card = load_card(path) if ref.endswith(".json") else build_zoo_model(ref, settings)
+    if tokenizer is not None:
+        if not isinstance(card.preprocess, TextPreprocess):
+            raise InvalidInput(f"--tokenizer is for text models; {card.name} does not take token ids")
+        card = replace(card, preprocess=replace(card.preprocess, tokenizer=str(tokenizer.resolve())))
+    check_preprocess(card)
+    return card
 
 
 def open_eager(card: ModelCard, options: SessionOptions | None = None) -> TorchSession:

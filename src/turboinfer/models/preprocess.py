@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from turboinfer.core.errors import InvalidInput
+from turboinfer.core.card import ModelCard
+from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.core.types import ImagePreprocess, TextPreprocess
 
 MAX_PIXELS = 100_000_000
@@ -101,25 +102,50 @@ def read_bytes(path: Path) -> bytes:
 
 
 class TextTokenizer:
-    """Sentences → the token tensors of a BERT-style model (input_ids, attention_mask, token_type_ids)."""
+    """Sentences → the token tensors a text model takes (ids, and its attention mask and type ids if it has them)."""
 
     def __init__(self, tokenizer_file: Path, spec: TextPreprocess) -> None:
         from tokenizers import Tokenizer
 
         if not tokenizer_file.is_file():
             raise InvalidInput(f"tokenizer file not found: {tokenizer_file}")
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        self._max_length = spec.max_length
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as err:  # tokenizers raises a bare Exception for a file it cannot parse
+            raise InvalidInput(f"{tokenizer_file} is not a tokenizers JSON file: {str(err).splitlines()[0]}") from None
+        self._spec = spec
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids the tokenizer can produce."""
+        return int(self._tokenizer.get_vocab_size())
 
     def __call__(self, sentences: Sequence[str], pad_to: int | None = None) -> dict[str, np.ndarray]:
         """Token tensors [batch, sequence], int64, padded to the longest; pad_to fixes the length instead."""
         if not sentences or not all(isinstance(s, str) for s in sentences):
             raise InvalidInput("need a non-empty list of strings")
-        self._tokenizer.enable_truncation(pad_to or self._max_length)
+        self._tokenizer.enable_truncation(pad_to or self._spec.max_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]", length=pad_to)
         encodings = self._tokenizer.encode_batch(list(sentences))
-        return {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
+        columns = {self._spec.ids: [e.ids for e in encodings], self._spec.mask: [e.attention_mask for e in encodings],
+                   self._spec.type_ids: [e.type_ids for e in encodings]}  # fmt: skip
+        return {name: np.array(rows, dtype=np.int64) for name, rows in columns.items() if name}
+
+
+def tokenizer_file(card: ModelCard) -> Path:
+    """The tokenizer of a text model's card; InvalidModel saying how to give one when it has none."""
+    spec = card.preprocess
+    if not isinstance(spec, TextPreprocess):
+        raise InvalidModel(f"{card.name} takes no text (its inputs are not token ids)")
+    if not spec.tokenizer:
+        raise InvalidModel(
+            f"{card.name} takes token ids but has no tokenizer: pass --tokenizer tokenizer.json, or set the card's "
+            f"preprocess.tokenizer (turboinfer card init {card.onnx_path.name} --tokenizer FILE)"
+        )
+    return card.folder / spec.tokenizer
+
+
+def text_tokenizer(card: ModelCard) -> TextTokenizer:
+    """The TextTokenizer of a text model's card (see tokenizer_file)."""
+    assert isinstance(card.preprocess, TextPreprocess)
+    return TextTokenizer(tokenizer_file(card), card.preprocess)

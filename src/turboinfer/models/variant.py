@@ -37,7 +37,7 @@ class Variant:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the card by path and hash)."""
         return {
-            "model": str(self.card.card_path),
+            "model": str(self.card.source),
             "model_name": self.card.name,
             "onnx_sha256": self.card.onnx_sha256,
             "backend": self.backend,

@@ -1,7 +1,7 @@
-"""The accuracy oracle: how far a candidate's outputs are from the original's on the same real inputs.
+"""The accuracy oracle: the budget a candidate must keep, which metric judges it and why, on the measures of
+measure.fidelity (decisive top-1 agreement, true accuracy with labels, cosine) plus an optional user metric.
 
-Used by the optimizer's budget gate and by the tests alike: classify → top-1 agreement and top-5 overlap;
-embed → mean/min cosine and the overlap of each input's 10 nearest neighbours; plus an optional user metric.
+Used by the optimizer's budget gate and by the tests alike.
 """
 
 from __future__ import annotations
@@ -15,88 +15,88 @@ import numpy as np
 
 from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidInput
+from turboinfer.measure.fidelity import (
+    DECISIVE_P,
+    classify_metrics,
+    embed_metrics,
+    label_metrics,
+)
 
 Outputs = Mapping[str, np.ndarray]
 UserMetric = Callable[[Outputs, Outputs], float]
 """A user's fidelity metric: (reference outputs, candidate outputs) → a number, higher is better."""
 
 
+MIN_DECISIVE = 30
+"""Fewest decisive inputs for decisive agreement to judge; with fewer, overall agreement judges (with a warning)."""
+
+
 @dataclass(frozen=True)
 class Budget:
-    """The least fidelity a candidate may keep. Built from an allowed drop by Budget.from_drop."""
+    """The least fidelity a candidate may keep, from an allowed drop (0.01 = 1%)."""
 
-    top1_agreement: float = 0.99
-    cosine_mean: float = 0.99
-    cosine_min: float = 0.98
+    drop: float = 0.01
+    points: bool = False
+    """Labelled inputs: the drop is in accuracy points (1pt) rather than relative to the original's accuracy (1%)."""
     user_min: float | None = None
     """Least value of the user metric, when one is given."""
+    decisive: float = DECISIVE_P
 
     @classmethod
-    def from_drop(cls, drop: float, user_min: float | None = None) -> Budget:
-        """A budget allowing `drop` (0.01 = 1%): top-1 agreement and mean cosine ≥ 1 − drop, min cosine ≥ 1 − 2·drop."""
+    def from_drop(cls, drop: float, user_min: float | None = None, points: bool = False) -> Budget:
+        """A budget allowing `drop`: agreement and mean cosine ≥ 1 − drop, min cosine ≥ 1 − 2·drop, labelled
+        accuracy ≥ (1 − drop) × the original's (or ≥ the original's − drop, in points)."""
         if not 0 <= drop < 1:
             raise InvalidInput(f"the budget is an allowed drop between 0% and 100%, got {drop:.4g}")
-        return cls(1 - drop, 1 - drop, 1 - 2 * drop, user_min)
+        return cls(drop, points, user_min)
+
+    @property
+    def top1_agreement(self) -> float:
+        """Least (decisive) top-1 agreement."""
+        return 1 - self.drop
+
+    @property
+    def cosine_mean(self) -> float:
+        """Least mean cosine."""
+        return 1 - self.drop
+
+    @property
+    def cosine_min(self) -> float:
+        """Least min cosine."""
+        return 1 - 2 * self.drop
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return dict(self.__dict__)
+        return {**self.__dict__, "top1_agreement": self.top1_agreement, "cosine_mean": self.cosine_mean,
+                "cosine_min": self.cosine_min}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Fidelity:
-    """A candidate's fidelity to the original on n evaluation inputs."""
+    """A candidate's fidelity to the original on n evaluation inputs, and which metric judges it."""
 
     task: str
     n: int
     metrics: dict[str, float] = field(default_factory=dict)
 
     @property
+    def judged(self) -> str:
+        """The metric the budget is about: labelled accuracy, decisive or overall top-1 agreement, mean cosine."""
+        m = self.metrics
+        if "accuracy" in m:
+            return "accuracy"
+        if self.task == "classify":
+            return "decisive_agreement" if m.get("decisive_n", 0) >= MIN_DECISIVE else "top1_agreement"
+        return "cosine_mean"
+
+    @property
     def primary(self) -> float:
-        """The number the budget is mostly about: top-1 agreement (classify) or mean cosine (embed)."""
-        return self.metrics["top1_agreement" if self.task == "classify" else "cosine_mean"]
+        """The value of the judged metric."""
+        return self.metrics[self.judged]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"task": self.task, "n": self.n, **self.metrics}
-
-
-def classify_metrics(reference: np.ndarray, candidate: np.ndarray) -> dict[str, float]:
-    """Top-1 agreement and mean top-5 overlap of two [N, classes] logit arrays."""
-    top1 = float(np.mean(reference.argmax(1) == candidate.argmax(1)))
-    ref5 = np.argsort(-reference, axis=1)[:, :5]
-    cand5 = np.argsort(-candidate, axis=1)[:, :5]
-    overlap = np.mean([len(set(r) & set(c)) / 5 for r, c in zip(ref5, cand5, strict=True)])
-    return {"top1_agreement": top1, "top5_overlap": float(overlap)}
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (float64)."""
-    v = vectors.astype(np.float64).reshape(len(vectors), -1)
-    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-
-
-def neighbours(unit: np.ndarray, k: int) -> np.ndarray:
-    """Indices [N, k] of each row's k nearest other rows by cosine."""
-    similarity = unit @ unit.T  # [N, N]
-    np.fill_diagonal(similarity, -np.inf)
-    return np.argsort(-similarity, axis=1)[:, :k]
-
-
-def embed_metrics(reference: np.ndarray, candidate: np.ndarray, k: int = 10) -> dict[str, float]:
-    """Mean and min cosine of paired embeddings, and the mean overlap of each row's k nearest neighbours."""
-    ref, cand = unit_rows(reference), unit_rows(candidate)
-    cosine = np.sum(ref * cand, axis=1)  # [N]
-    k = min(k, len(ref) - 1)
-    if k < 1:
-        return {"cosine_mean": float(cosine.mean()), "cosine_min": float(cosine.min())}
-    ref_nn, cand_nn = neighbours(ref, k), neighbours(cand, k)
-    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(ref_nn, cand_nn, strict=True)])
-    return {
-        "cosine_mean": float(cosine.mean()),
-        "cosine_min": float(cosine.min()),
-        f"recall{k}_overlap": float(overlap),
-    }
+        return {"task": self.task, "n": self.n, **self.metrics, "judged": self.judged}
 
 
 def judged(card: ModelCard, output: str | None) -> tuple[str, str]:
@@ -111,33 +111,73 @@ def judged(card: ModelCard, output: str | None) -> tuple[str, str]:
 
 
 def fidelity(
-    task: str, reference: Outputs, candidate: Outputs, output: str, user_metric: UserMetric | None = None
-) -> Fidelity:
-    """Compare the named output of reference and candidate (same inputs, same order) for the task."""
+    task: str, reference: Outputs, candidate: Outputs, output: str, user_metric: UserMetric | None = None,
+    labels: np.ndarray | None = None, decisive: float = DECISIVE_P,
+) -> Fidelity:  # fmt: skip
+    """Compare the named output of reference and candidate (same inputs, same order) for the task; with labels
+    (a classifier's), true accuracy too."""
     ref, cand = reference[output], candidate[output]
     if ref.shape != cand.shape:
         raise InvalidInput(f"output {output!r} changed shape: {list(ref.shape)} → {list(cand.shape)}")
-    metrics = classify_metrics(ref, cand) if task == "classify" else embed_metrics(ref, cand)
+    metrics = classify_metrics(ref, cand, decisive) if task == "classify" else embed_metrics(ref, cand)
+    if task == "classify" and labels is not None:
+        metrics.update(label_metrics(ref, cand, labels[: len(ref)]))
     if user_metric is not None:
         metrics["user"] = float(user_metric(reference, candidate))
     return Fidelity(task, len(ref), metrics)
 
 
-def breach(result: Fidelity, budget: Budget) -> str | None:
-    """Why result breaks the budget ("top-1 agreement 0.94 < 0.99"), or None when it fits."""
+def judged_by(result: Fidelity, budget: Budget) -> str:
+    """The judged metric and its threshold in words, e.g. "decisive top-1 agreement ≥ 0.99 (p ≥ 0.5: 143 of 390)"."""
+    m, least = result.metrics, 1 - budget.drop
+    if result.judged == "accuracy":
+        rule = (f"≥ the original's {m['accuracy_reference']:.3f} − {budget.drop:g}" if budget.points
+                else f"≥ {least:g} × the original's {m['accuracy_reference']:.3f}")  # fmt: skip
+        return f"true top-1 accuracy {rule} on {m['labelled_n']:.0f} labelled inputs"
+    if result.judged == "decisive_agreement":
+        return (f"decisive top-1 agreement ≥ {least:g} (original's top-1 p ≥ {m['decisive_threshold']:g}: "
+                f"{m['decisive_n']:.0f} of {result.n} inputs)")  # fmt: skip
+    if result.judged == "top1_agreement":
+        return f"top-1 agreement ≥ {least:g} on all {result.n} inputs"
+    return f"mean cosine ≥ {budget.cosine_mean:g}, min cosine ≥ {budget.cosine_min:g} on {result.n} inputs"
+
+
+def warning(result: Fidelity, budget: Budget) -> str:
+    """Why the judgement is weak ("" when it is not): too few labels to resolve the budget, or too few decisive
+    inputs for decisive agreement."""
     m = result.metrics
-    checks = (
-        [("top-1 agreement", m.get("top1_agreement"), budget.top1_agreement)]
-        if result.task == "classify"
-        else [
-            ("mean cosine", m.get("cosine_mean"), budget.cosine_mean),
-            ("min cosine", m.get("cosine_min"), budget.cosine_min),
-        ]
-    )
+    if result.judged == "accuracy":
+        low, high, least = (
+            (-m["accuracy_drop_high"], -m["accuracy_drop_low"], -budget.drop) if budget.points
+            else (m["accuracy_ratio_low"], m["accuracy_ratio_high"], 1 - budget.drop)
+        )  # fmt: skip
+        if low < least <= high:
+            what = "drop" if budget.points else "ratio"
+            return (f"{m['labelled_n']:.0f} labelled inputs cannot resolve a {budget.drop:.1%} budget: the accuracy "
+                    f"{what} 95% CI {low:.3f}–{high:.3f} spans the threshold {least:.3f}")  # fmt: skip
+    if result.task == "classify" and result.judged == "top1_agreement":
+        return (f"only {m.get('decisive_n', 0):.0f} inputs are decisive (p ≥ {budget.decisive:g}; "
+                f"{MIN_DECISIVE} needed): judged on overall agreement, which near-ties make strict")  # fmt: skip
+    return ""
+
+
+def breach(result: Fidelity, budget: Budget) -> str | None:
+    """Why result breaks the budget ("decisive top-1 agreement 0.94 < 0.99"), or None when it fits."""
+    m = result.metrics
+    checks: list[tuple[str, float | None, float]] = []
+    if result.judged == "accuracy":
+        checks = ([("accuracy drop (points, negated)", -m["accuracy_drop"], -budget.drop)] if budget.points
+                  else [("accuracy ratio", m["accuracy_ratio"], 1 - budget.drop)])  # fmt: skip
+    elif result.judged in ("decisive_agreement", "top1_agreement"):
+        name = "decisive top-1 agreement" if result.judged == "decisive_agreement" else "top-1 agreement"
+        checks = [(name, m[result.judged], budget.top1_agreement)]
+    else:
+        checks = [("mean cosine", m.get("cosine_mean"), budget.cosine_mean),
+                  ("min cosine", m.get("cosine_min"), budget.cosine_min)]  # fmt: skip
     if budget.user_min is not None:
         checks.append(("user metric", m.get("user"), budget.user_min))
     for name, value, least in checks:
-        if value is not None and value < least:
+        if value is not None and not value >= least:
             return f"{name} {value:.4f} < {least:.4f}"
     return None
 

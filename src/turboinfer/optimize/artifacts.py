@@ -6,24 +6,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turboinfer.core.card import load_card
+from turboinfer.core.settings import Settings
+from turboinfer.models.catalog import resolve_model
 from turboinfer.models.variant import VARIANT_SUFFIX, Variant, save_variant
 from turboinfer.optimize.run import OptimizeResult
 from turboinfer.report.html import optimize_html
 
 
-def chosen_variant(result: OptimizeResult) -> Variant:
-    """The chosen candidate as a Variant over its cached card."""
+def chosen_variant(result: OptimizeResult, settings: Settings) -> Variant:
+    """The chosen candidate as a Variant over its cached card (or the bare ONNX file it was given as)."""
     chosen = result.chosen
-    card = load_card(Path(chosen.card_path))
+    card = resolve_model(chosen.card_path, settings)
     return Variant(card, chosen.candidate.backend, chosen.candidate.options)
 
 
-def save(result: OptimizeResult, out_dir: Path) -> dict[str, str]:
+def save(result: OptimizeResult, out_dir: Path, settings: Settings) -> dict[str, str]:
     """Write chosen.variant.json, decision-log.json and report.html into out_dir; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
-        "variant": str(save_variant(chosen_variant(result), out_dir / f"chosen{VARIANT_SUFFIX}")),
+        "variant": str(save_variant(chosen_variant(result, settings), out_dir / f"chosen{VARIANT_SUFFIX}")),
         "decision_log": str(out_dir / "decision-log.json"),
         "report": str(out_dir / "report.html"),
     }

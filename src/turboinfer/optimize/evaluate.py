@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from turboinfer.core.card import ModelCard
+from turboinfer.measure.fidelity import DECISIVE_P, unit_rows
 from turboinfer.measure.stats import PairedRatio, paired_ratio_ci
 from turboinfer.measure.timer import interleave
-from turboinfer.optimize.accuracy import Fidelity, UserMetric, fidelity, judged, unit_rows
+from turboinfer.optimize.accuracy import Fidelity, UserMetric, fidelity, judged
 from turboinfer.optimize.data import InputSets, Items, count, feeds
 from turboinfer.runtime.session import Session
 
@@ -65,8 +66,9 @@ class Reference:
         sets: InputSets,
         user_metric: UserMetric | None = None,
         output: str | None = None,
+        decisive: float = DECISIVE_P,
     ) -> None:
-        self.card, self.session, self.sets = card, session, sets
+        self.card, self.session, self.sets, self.decisive = card, session, sets, decisive
         self.task, self.output = judged(card, output)
         self.user_metric = user_metric
         self.evaluation = run_all(session, card, sets.evaluation)
@@ -76,13 +78,13 @@ class Reference:
     def fidelity(self, session: Session, card: ModelCard, tuning: bool = False) -> Fidelity:
         """Candidate fidelity to the original on the evaluation inputs (or, tuning, the calibration inputs)."""
         if tuning:
-            items, expected, user = self.sets.calibration, self.calibration, None
+            items, expected, user, labels = self.sets.calibration, self.calibration, None, None
         else:
-            items, expected, user = self.sets.evaluation, self.evaluation, self.user_metric
+            items, expected, user, labels = self.sets.evaluation, self.evaluation, self.user_metric, self.sets.labels
         outputs = run_all(session, card, items)
         n = len(outputs[self.output])  # a fixed-batch model leaves the last partial batch out
         reference = {k: v[:n] for k, v in expected.items()}
-        return fidelity(self.task, reference, outputs, self.output, user)
+        return fidelity(self.task, reference, outputs, self.output, user, labels, self.decisive)
 
     def item_score(self, index: int, outputs: dict[str, np.ndarray]) -> float:
         """Per-item fidelity on calibration item index: same top-1 (classify, 0/1) or cosine (embed)."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 
 from turboinfer.core.errors import InvalidInput
+from turboinfer.measure.fidelity import DECISIVE_P
 from turboinfer.runtime.session import SessionOptions
 
 Status = Literal["chosen", "rejected", "not chosen", "failed", "skipped", "original"]
@@ -85,9 +86,20 @@ class Plan:
 
     model: str
     inputs: str | None = None
-    """Folder of real photos for calibration and evaluation; default: every packaged photo (or sentences)."""
+    """Calibration and evaluation inputs in any form of models.datasets (photos, an ImageFolder, a text file,
+    tensors); default: every packaged photo, real sentences, or seeded random tensors."""
+    label_map: str | None = None
+    """An ImageFolder's class names → indices (lines "name index"); default: its labels.txt, integer folder
+    names or ImageNet class names."""
+    tokenizer: str | None = None
+    """A tokenizer.json for a text model whose card has none."""
     budget: float = 0.01
-    """Allowed fidelity drop: top-1 agreement / mean cosine ≥ 1 − budget, min cosine ≥ 1 − 2·budget."""
+    """Allowed fidelity drop: with labels, accuracy ≥ (1 − budget) × the original's; else (decisive) top-1
+    agreement / mean cosine ≥ 1 − budget, min cosine ≥ 1 − 2·budget."""
+    budget_points: bool = False
+    """With labels: the budget is a drop in accuracy points (--budget 1pt), not relative to the original's."""
+    decisive: float = DECISIVE_P
+    """An input is decisive when the original's top-1 probability is at least this (optimize.accuracy)."""
     objective: Literal["latency", "throughput"] = "latency"
     batch: int = 1
     p99_target_ms: float | None = None
@@ -164,6 +176,8 @@ class Plan:
             raise InvalidInput(f"p99_target_ms must be positive, got {self.p99_target_ms}")
         if not 0 <= self.budget < 1:
             raise InvalidInput(f"budget is an allowed drop between 0 and 1, got {self.budget}")
+        if not 0 < self.decisive < 1:
+            raise InvalidInput(f"decisive is a top-1 probability between 0 and 1, got {self.decisive}")
         return self
 
 
@@ -204,6 +218,12 @@ class Outcome:
     """What the backend reports it actually ran."""
     card_path: str = ""
     build_s: float = 0.0
+    judged: str = ""
+    """The fidelity key that judged (accuracy, decisive_agreement, top1_agreement, cosine_mean)."""
+    judged_by: str = ""
+    """The metric that judged the fidelity, with its threshold, in words."""
+    warning: str = ""
+    """Why that judgement is weak (too few labels or decisive inputs), if it is."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

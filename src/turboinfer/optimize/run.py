@@ -19,7 +19,7 @@ from turboinfer.core.types import ImagePreprocess
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.models.catalog import resolve_model
 from turboinfer.models.variant import Variant
-from turboinfer.optimize.accuracy import Budget, breach, label_accuracy, load_user_metric
+from turboinfer.optimize.accuracy import Budget, breach, judged_by, label_accuracy, load_user_metric, warning
 from turboinfer.optimize.culprit import find_culprits, static_int8_candidates, with_float_nodes
 from turboinfer.optimize.data import count, feeds, input_sets, labelled_crops
 from turboinfer.optimize.decide import decide
@@ -71,17 +71,19 @@ class Optimizer:
 
     def __init__(self, plan: Plan, settings: Settings) -> None:
         self.plan, self.settings = plan, settings
-        self.card = resolve_model(plan.model, settings)
+        self.card = resolve_model(plan.model, settings, Path(plan.tokenizer) if plan.tokenizer else None)
         self.cpu = probe_cpu()
         self.base = SessionOptions(intra_threads=self.cpu.usable_cpus)
         self.sets = input_sets(
-            self.card, settings, Path(plan.inputs) if plan.inputs else None,
-            plan.n_calibration, plan.n_evaluation, plan.sequence,
+            self.card, settings, Path(plan.inputs) if plan.inputs else None, plan.n_calibration, plan.n_evaluation,
+            plan.sequence, Path(plan.label_map) if plan.label_map else None,
         )  # fmt: skip
-        self.budget = Budget.from_drop(plan.budget, plan.metric_min)
+        self.budget = replace(
+            Budget.from_drop(plan.budget, plan.metric_min, plan.budget_points), decisive=plan.decisive
+        )
         user = load_user_metric(plan.metric) if plan.metric else None
         original = Variant(self.card, "ort", self.base).open()
-        self.reference = Reference(self.card, original, self.sets, user, plan.output)
+        self.reference = Reference(self.card, original, self.sets, user, plan.output, plan.decisive)
         n_tuning = count(self.sets.calibration)
         self.context = PassContext(
             cache_dir=settings.cache_dir / "optimize",
@@ -112,12 +114,14 @@ class Optimizer:
         try:
             card, session = self.open(candidate)
             outcome.build_s = time.perf_counter() - start
-            outcome.card_path, outcome.size_bytes = str(card.card_path), model_bytes(card)
+            outcome.card_path, outcome.size_bytes = str(card.source), model_bytes(card)
             outcome.precision = str(session.describe().get("precision", ""))
             result = self.reference.fidelity(session, card)
         except Exception as err:  # a library failed on this model: the candidate is out, the search goes on
             return outcome.with_status("failed", failure_message(err))
         outcome.fidelity = result.metrics
+        outcome.judged, outcome.judged_by = result.judged, judged_by(result, self.budget)
+        outcome.warning = warning(result, self.budget)
         batch = candidate.batch or self.plan.batch
         timed = self.reference.compare(
             self.reference.original(self.plan.batch), Runner(session, card, batch), self.plan.seconds_per_candidate

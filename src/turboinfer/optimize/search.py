@@ -13,9 +13,11 @@ from typing import Protocol
 import numpy as np
 
 from turboinfer.core.card import ModelCard
+from turboinfer.core.errors import InvalidInput
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import CpuInfo, probe_cpu
 from turboinfer.models.catalog import resolve_model
+from turboinfer.models.inputs import input_kind
 from turboinfer.optimize.passes.session import SessionTuningConfig, tuned_options
 from turboinfer.optimize.plan import Candidate, Outcome, Plan, Step
 from turboinfer.runtime.onnxruntime import has_cuda
@@ -103,13 +105,43 @@ class RefineSpace:
     batches: tuple[int, ...] = ()
 
     def around(self, best: Candidate) -> list[Candidate]:
-        """Variants of best: folded normalization, other thread counts, other batch sizes."""
-        out = []
-        if self.fold and not any(s.name == "fold-normalize" for s in best.steps):
-            out.append(replace(best, steps=(Step("fold-normalize"), *best.steps)))
+        """Variants of best: folded normalization (after quantization), other thread counts, other batch sizes."""
+        out = [replace(best, steps=steps) for steps in with_fold(best.steps)] if self.fold else []
         out += [replace(best, options=o) for o in tuned_options(best.options, self.cpu, SessionTuningConfig())]
         out += [replace(best, batch=b) for b in self.batches if b != best.batch]
         return out
+
+
+QUANTIZING = ("ort-int8-static", "ort-int8-dynamic", "nncf-int8")
+WRITES_IR = ("nncf-int8", "openvino-ir")
+"""Passes whose output is an OpenVINO IR, which the ONNX passes after them cannot edit."""
+
+
+def with_fold(steps: tuple[Step, ...]) -> list[tuple[Step, ...]]:
+    """steps with normalization folded in last, after any quantization (folded first, its prologue gets QDQ
+    nodes of its own and the model runs slower: docs/benchmarks.md), with uint8 input in either layout (NHWC
+    saves the data path a transpose, NCHW saves the model one); none when already folded or when the steps end
+    in an OpenVINO IR."""
+    if any(s.name == "fold-normalize" for s in steps) or (steps and steps[-1].name in WRITES_IR):
+        return []
+    return [(*steps, Step("fold-normalize")), (*steps, Step("fold-normalize", {"layout": "NCHW"}))]
+
+
+def in_pass_order(candidate: Candidate) -> Candidate:
+    """The candidate with fold-normalize moved after its quantization steps (the pass-order rule); InvalidInput
+    when that would put it after an OpenVINO IR."""
+    names = [s.name for s in candidate.steps]
+    if "fold-normalize" not in names:
+        return candidate
+    fold = candidate.steps[names.index("fold-normalize")]
+    others = tuple(s for s in candidate.steps if s.name != "fold-normalize")
+    quantized = [i for i, s in enumerate(others) if s.name in QUANTIZING]
+    place = max(names.index("fold-normalize"), quantized[-1] + 1 if quantized else 0)
+    steps = (*others[:place], fold, *others[place:])
+    if place and steps[place - 1].name in WRITES_IR:
+        raise InvalidInput(f"{candidate.label}: fold-normalize cannot follow {steps[place - 1].name} (an OpenVINO IR); "
+                           "fold with ORT quantization, or leave normalization to the data path")  # fmt: skip
+    return replace(candidate, steps=steps)
 
 
 def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tuple[list[Candidate], list[Skipped]]:
@@ -129,7 +161,9 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
     ]
     if plan.quick:  # leave out the slow ones: accuracy control re-evaluates many times
         nncf = nncf[:1]
-    if card.task == "embed":
+    kind = input_kind(card)
+    static = Candidate((Step("ort-int8-static"),), "ort", base)
+    if kind == "tokens":
         int8 = [
             Candidate((Step("ort-int8-dynamic"),), "ort", base),
             Candidate((Step("ort-fusion"), Step("ort-int8-dynamic")), "ort", base),
@@ -137,9 +171,11 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
             Candidate((Step("nncf-int8"),), "openvino", replace(ov, precision="bf16")),
         ]
         candidates.append(Candidate((Step("ort-fusion"),), "ort", base))
-    else:
+    elif kind == "image":
         percentile = Candidate((Step("ort-int8-static", {"calibration": "percentile"}),), "ort", base)
-        int8 = [Candidate((Step("ort-int8-static"),), "ort", base), *nncf, *([] if plan.quick else [percentile])]
+        int8 = [static, *nncf, *([] if plan.quick else [percentile])]
+    else:
+        int8 = [static, Candidate((Step("ort-int8-dynamic"),), "ort", base), *nncf]
     skipped: list[Skipped] = []
     if any(flag in cpu.isa for flag in INT8_ISA):
         candidates += int8
@@ -161,8 +197,11 @@ def default_space(card: ModelCard, cpu: CpuInfo, plan: Plan, cuda: bool) -> tupl
 
 
 def space_for(card: ModelCard, cpu: CpuInfo, plan: Plan) -> tuple[list[Candidate], list[Skipped]]:
-    """The plan's own space, or the default one; the original always first."""
-    candidates, skipped = (list(plan.space), []) if plan.space else default_space(card, cpu, plan, has_cuda())
+    """The plan's own space (in pass order), or the default one; the original always first."""
+    if plan.space:
+        candidates, skipped = [in_pass_order(c) for c in plan.space], list[Skipped]()
+    else:
+        candidates, skipped = default_space(card, cpu, plan, has_cuda())
     original = Candidate((), "ort", SessionOptions(intra_threads=cpu.usable_cpus))
     return [original, *(c for c in candidates if c != original)], skipped
 

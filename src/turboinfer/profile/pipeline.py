@@ -15,7 +15,7 @@ from turboinfer.core.errors import DataUnavailable, InvalidInput, InvalidModel
 from turboinfer.core.types import ImagePreprocess, TextPreprocess
 from turboinfer.measure.stats import Summary, summarize
 from turboinfer.models.postprocess import softmax_top5, unit_embedding
-from turboinfer.models.preprocess import TextTokenizer, decode_pil, normalize, read_bytes, resize_and_crop
+from turboinfer.models.preprocess import decode_pil, normalize, read_bytes, resize_and_crop, text_tokenizer
 from turboinfer.runtime.session import Session
 
 Stage = tuple[str, Callable[[Any], Any]]
@@ -77,7 +77,7 @@ def text_stages(card: ModelCard, session: Session) -> list[Stage]:
     spec = card.preprocess
     if not isinstance(spec, TextPreprocess):
         raise InvalidModel(f"{card.name} has no text preprocessing spec in its card")
-    tokenize = TextTokenizer(card.folder / spec.tokenizer, spec)
+    tokenize = text_tokenizer(card)
     return [
         ("tokenize", lambda sentence: tokenize([sentence])),
         ("model", session.run),

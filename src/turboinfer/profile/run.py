@@ -134,6 +134,8 @@ def pipeline_kind(card: ModelCard, requested: PipelineKind) -> PipelineKind:
     kind = card.preprocess.kind if card.preprocess else "none"
     if requested != "auto" and requested != kind:
         raise InvalidInput(f"{card.name} takes {kind} input, not {requested}")
+    if requested == "auto" and isinstance(card.preprocess, TextPreprocess) and not card.preprocess.tokenizer:
+        return "none"  # token ids with no tokenizer: the model alone (--pipeline text says what to give)
     return kind
 
 

@@ -162,9 +162,21 @@ DECISION_HEADERS = [
 
 
 def fidelity_key(outcomes: list[dict[str, Any]]) -> str:
-    """The budget's main metric in a decision log: top-1 agreement (classify) or mean cosine (embed)."""
+    """The metric that judged a decision log's candidates (labelled accuracy, decisive or overall top-1 agreement,
+    mean cosine)."""
+    judged = next((o.get("judged") for o in outcomes if o.get("judged")), None)
+    if judged:
+        return str(judged)
     measured: dict[str, float] = next((o["fidelity"] for o in outcomes if o["fidelity"]), {})
     return "top1_agreement" if "top1_agreement" in measured else "cosine_mean"
+
+
+def least_fidelity(plan: dict[str, Any], outcomes: list[dict[str, Any]], key: str) -> float:
+    """The budget's threshold on the judged metric (labelled accuracy: relative to, or points below, the original's)."""
+    if key != "accuracy":
+        return 1 - plan["budget"]
+    reference = next(o["fidelity"]["accuracy_reference"] for o in outcomes if "accuracy_reference" in o["fidelity"])
+    return reference - plan["budget"] if plan.get("budget_points") else reference * (1 - plan["budget"])
 
 
 def decision_rows(outcomes: list[dict[str, Any]], key: str) -> list[list[Any]]:
@@ -182,7 +194,7 @@ def optimize_html(data: dict[str, Any]) -> str:
     """The optimizer's report: the choice, the Pareto plot and the decision log, from the result's to_dict()."""
     plan, chosen, outcomes = data["plan"], data["chosen"], data["outcomes"]
     key = fidelity_key(outcomes)
-    least = 1 - plan["budget"]
+    least = least_fidelity(plan, outcomes, key)
     points = [
         (1 / o["ratio"], o["fidelity"][key], "chosen" if o["status"] == "chosen" else "", o["status"] != "rejected")
         for o in outcomes
@@ -210,8 +222,9 @@ def optimize_html(data: dict[str, Any]) -> str:
 <style>{STYLE}</style></head><body>
 <h1>Optimizing {model}</h1>
 <p class=muted>{html.escape(data["machine"]["cpu"])} · objective {plan["objective"]} at batch {plan["batch"]} · budget:
-{html.escape(key.replace("_", " "))} ≥ {least:.3f} · {data["inputs"]["evaluation"]} evaluation and
-{data["inputs"]["calibration"]} calibration inputs from disjoint sources · {data["seconds"]:.0f} s</p>
+{html.escape(chosen.get("judged_by") or f"{key} ≥ {least:.3f}")} · {data["inputs"]["evaluation"]} evaluation and
+{data["inputs"]["calibration"]} calibration inputs ({html.escape(data["inputs"].get("origin", ""))}) ·
+{data["seconds"]:.0f} s</p>
 <div class="rec"><b>{html.escape(chosen["label"])}</b><br>{html.escape(chosen["reason"])}</div>{truth}
 {image(chart, "Pareto plot")}
 <h2>Decision log</h2>

@@ -112,6 +112,8 @@ class Batcher:
         self._queue: asyncio.PriorityQueue[Pending] = asyncio.PriorityQueue()
         self._accepting = True
         self._tasks: list[asyncio.Task[None]] = []
+        self.computing = 0
+        """Requests in batches being computed now."""
 
     @property
     def depth(self) -> int:
@@ -221,12 +223,15 @@ class Batcher:
         start = time.perf_counter()
         failed = 0
         if live:
+            self.computing += len(live)
             try:
                 results = await self._run_batch(live)
                 if len(results) != len(live):
                     raise RuntimeError(f"the batch gave {len(results)} results for {len(live)} requests")
             except Exception as err:  # isolate: this batch's requests fail, the loop and other batches go on
                 results = [err] * len(live)
+            finally:
+                self.computing -= len(live)
             compute = time.perf_counter() - start
             rows = sum(i.size for i in live)
             for item, result in zip(live, results, strict=True):

@@ -4,7 +4,6 @@ watch for a client that goes away, and the one mapping of errors to status codes
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable
 
 from starlette.requests import ClientDisconnect, Request
@@ -82,20 +81,31 @@ def failure(
 
 
 async def unless_disconnected(request: Request, work: Awaitable[Response]) -> Response:
-    """work's response; ClientGone, with work cancelled (and its batch slot skipped), if the client goes first."""
-    task = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(disconnected(request))
+    """work's response; ClientGone, with work cancelled (and its batch slot skipped), if the client goes first.
+    One watcher task per request, which cancels this one when the disconnect arrives."""
+    current = asyncio.current_task()
+    assert current is not None
+    left = finished = False
+
+    async def watch() -> None:
+        nonlocal left
+        await disconnected(request)
+        if not finished:  # (an answer that is ready goes out; the loop runs one task at a time)
+            left = True
+            current.cancel()
+
+    watcher = asyncio.create_task(watch())
     try:
-        await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+        response = await work
+        finished = True
+        return response
+    except asyncio.CancelledError:
+        if not left:
+            raise
+        current.uncancel()
+        raise ClientGone("the client disconnected before its answer was ready") from None
     finally:
-        gone.cancel()
-        if not task.done():
-            task.cancel()
-    if task.cancelled() or not task.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        raise ClientGone("the client disconnected before its answer was ready")
-    return task.result()
+        watcher.cancel()
 
 
 async def disconnected(request: Request) -> None:

@@ -1,16 +1,22 @@
 """Server logs: one access line per request (never its body) and errors with tracebacks, as text or JSON lines.
 
-Nothing is configured at import: the command that starts a server calls configure_logging once.
+Records are handed to a queue and formatted and written by a thread of their own, so the event loop never waits
+on a write. Nothing is configured at import: the command that starts a server calls configure_logging once.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
+import itertools
 import logging
+import logging.handlers
+import os
+import queue
 import re
 import sys
 import time
 import traceback
-import uuid
 from typing import Any, Literal
 
 import orjson
@@ -23,6 +29,25 @@ LogFormat = Literal["text", "json"]
 LEVELS = ("debug", "info", "warning", "error")
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 """A client's X-Request-Id is echoed only when it is this tame; otherwise the server makes one."""
+SERIALS = itertools.count(1)
+
+
+@functools.cache
+def id_prefix() -> str:
+    """This process's part of its request ids: its pid and start time (a restart never repeats an id)."""
+    return f"{os.getpid():x}{int(time.time()) % 0x10000:04x}"
+
+
+def new_request_id() -> str:
+    """A request id unique to this server process: its prefix and a serial (no random syscall per request)."""
+    return f"{id_prefix()}-{next(SERIALS)}"
+
+
+def traceback_text(record: logging.LogRecord) -> str:
+    """The record's traceback as text ("" when it has none)."""
+    if record.exc_info:
+        return "".join(traceback.format_exception(*record.exc_info))
+    return record.exc_text or ""
 
 
 class JsonLines(logging.Formatter):
@@ -34,8 +59,8 @@ class JsonLines(logging.Formatter):
             "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage(),
             **getattr(record, "fields", {}),
         }  # fmt: skip
-        if record.exc_info:
-            data["traceback"] = "".join(traceback.format_exception(*record.exc_info))
+        if record.exc_info or record.exc_text:
+            data["traceback"] = traceback_text(record)
         return orjson.dumps(data, default=str).decode()
 
 
@@ -46,21 +71,38 @@ class Text(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
         fields = getattr(record, "fields", {})
         extra = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
-        if not extra:
-            return line
-        head, _, tail = line.partition("\n")
-        return f"{head} {extra}" + (f"\n{tail}" if tail else "")
+        line = self.formatMessage(self._record_with_time(record)) + (f" {extra}" if extra else "")
+        trace = traceback_text(record)
+        return f"{line}\n{trace.rstrip()}" if trace else line
+
+    def _record_with_time(self, record: logging.LogRecord) -> logging.LogRecord:
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record)
+        return record
+
+
+class Deferred(logging.handlers.QueueHandler):
+    """Hands records to the writer thread: the message merged and any traceback rendered now, nothing else."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        record.exc_text = traceback_text(record) or None
+        record.msg, record.args, record.exc_info = record.getMessage(), None, None
+        return record
 
 
 def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
-    """Send turboinfer's logs (access and errors) to stderr at `level`, as text or JSON lines."""
+    """Send turboinfer's logs (access and errors) to stderr at `level`, as text or JSON lines, written by a thread
+    of their own (flushed at exit)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines() if fmt == "json" else Text())
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    writer = logging.handlers.QueueListener(records, handler)
+    writer.start()
+    atexit.register(writer.stop)
     root = logging.getLogger("turboinfer")
-    root.handlers = [handler]
+    root.handlers = [Deferred(records)]
     root.setLevel(level.upper())
     root.propagate = False
 
@@ -68,7 +110,7 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text") -> None:
 def access_info(request: Request) -> dict[str, Any]:
     """The access-log fields of this request, which routes add to (model, queue and compute times, batch)."""
     state = request.scope.setdefault("state", {})
-    return state.setdefault("access", {"id": uuid.uuid4().hex})
+    return state.setdefault("access", {"id": new_request_id()})
 
 
 class AccessLog:
@@ -85,7 +127,7 @@ class AccessLog:
             return
         start = time.perf_counter()
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        info: dict[str, Any] = {"id": given if REQUEST_ID.match(given) else uuid.uuid4().hex}
+        info: dict[str, Any] = {"id": given if REQUEST_ID.match(given) else new_request_id()}
         scope.setdefault("state", {})["access"] = info
         status = 0
 

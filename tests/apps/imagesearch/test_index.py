@@ -15,7 +15,7 @@ from turboinfer.apps.imagesearch.index import (
     factory_string,
 )
 from turboinfer.core.errors import InvalidInput, InvalidModel
-from turboinfer.models.catalog import card_from_onnx
+from turboinfer.models.cards import card_from_onnx
 from turboinfer.models.variant import parse_variant
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.optimize.conftest import outputs
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.hardware.probe import CpuInfo
-from turboinfer.optimize.accuracy import classify_metrics, embed_metrics
+from turboinfer.measure.fidelity import classify_metrics, embed_metrics
 from turboinfer.optimize.passes import make_pass
 from turboinfer.optimize.passes.base import apply_pass, model_bytes
 from turboinfer.optimize.passes.session import SessionTuningConfig, tuned_options
@@ -96,7 +96,7 @@ def test_transformer_passes_on_minilm(minilm, minilm_sets, minilm_context, minil
 
 
 def test_fp16_converts_weights_and_keeps_float32_io(tiny_model, tmp_path):
-    from turboinfer.models.catalog import card_from_onnx
+    from turboinfer.models.cards import card_from_onnx
     from turboinfer.optimize.passes.base import PassContext
 
     card = card_from_onnx(tiny_model)

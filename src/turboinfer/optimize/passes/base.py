@@ -119,8 +119,9 @@ def apply_pass(step: Pass, card: ModelCard, context: PassContext) -> ModelCard:
     with tempfile.TemporaryDirectory(dir=context.cache_dir, prefix=f".{key}-") as tmp:
         folder = Path(tmp)
         model_path, changed = step.transform(card, folder, context)
-        if isinstance(card.preprocess, TextPreprocess):
-            shutil.copy(card.folder / card.preprocess.tokenizer, folder / card.preprocess.tokenizer)
+        spec = card.preprocess
+        if isinstance(spec, TextPreprocess) and spec.tokenizer and not Path(spec.tokenizer).is_absolute():
+            shutil.copy(card.folder / spec.tokenizer, folder / spec.tokenizer)
         history = [*card.extra.get("passes", []), {"pass": step.name, "config": config_dict(step.config)}]
         derived = replace(
             card,

@@ -76,10 +76,12 @@ def main() -> None:
     items = fidelity_set(settings)
     session = open_session(card.onnx_path)
     print(f"\nTop-1 agreement of EfficientNet-Lite0 with the baseline preprocessing, {len(items)} real photos:\n")
-    print("| decoder | top-1 agreement |\n| --- | --- |")
+    print("| decoder | top-1 agreement | decisive (p ≥ 0.5) agreement | decisive inputs |\n" + "| --- " * 4 + "|")
     for decoder in available_decoders():
         if decoder.name != "pillow-full":
-            print(f"| {decoder.name} | {top1_agreement(session, card.preprocess, items, decoder):.3f} |")
+            m = top1_agreement(session, card.preprocess, items, decoder)
+            print(f"| {decoder.name} | {m['top1_agreement']:.3f} | {m['decisive_agreement']:.3f} | "
+                  f"{m['decisive_n']:.0f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

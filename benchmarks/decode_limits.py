@@ -27,9 +27,11 @@ def main() -> None:
     items = fidelity_set(settings)
     session = open_session(card.onnx_path)
     print(f"Command: `{' '.join(sys.argv)}`\n")
-    print(f"| oversample | top-1 agreement, {len(items)} real photos |\n| --- | --- |")
+    print(f"| oversample | top-1 agreement, {len(items)} real photos | decisive (p ≥ 0.5) agreement | decisive inputs |"
+          "\n" + "| --- " * 4 + "|")  # fmt: skip
     for oversample in (1.0, 1.5, 2.0):
-        print(f"| {oversample} | {top1_agreement(session, card.preprocess, items, SimpleJpeg(), oversample):.3f} |")
+        m = top1_agreement(session, card.preprocess, items, SimpleJpeg(), oversample)
+        print(f"| {oversample} | {m['top1_agreement']:.3f} | {m['decisive_agreement']:.3f} | {m['decisive_n']:.0f} |")
     data = (settings.debian_dir / MATE_NATURE / "TwoWings.jpg").read_bytes()
     height, width, _, _ = simplejpeg.decode_jpeg_header(data)
     size = f"{width}×{height}, {len(data) // 1024} KiB"

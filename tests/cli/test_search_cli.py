@@ -81,3 +81,15 @@ def test_quick_case_study_writes_its_report(tmp_path, gallery, settings):
     report = (out / "report.html").read_text()
     assert report.count("data:image/png;base64,") == 3 and "seed baseline" in report
     assert "reference rate" in result.stdout and "qps vs seed" in result.stdout
+
+
+def test_search_index_takes_a_bare_onnx_and_says_how_to_use_one_without_features(
+    tmp_path, gallery, effnet, user_models
+):
+    bare = tmp_path / "effnet.onnx"
+    shutil.copy(effnet.onnx_path, bare)  # the zoo's model, no card beside it: its outputs are read from the graph
+    result = run("search", "index", str(gallery), "--model", str(bare), "--out", str(tmp_path / "index"), "--pca", "0")
+    assert result.returncode == 0, result.stderr
+    assert "inferred:" in result.stdout and "indexed 24 photos" in result.stdout
+    plain = run("search", "index", str(gallery), "--model", str(user_models["image"]), "--out", str(tmp_path / "x"))
+    assert plain.returncode == 2 and "card init" in plain.stderr and "--task embed" in plain.stderr

@@ -56,6 +56,7 @@ def index_command(
     """Embed every photo, fit PCA, build a FAISS index; resumes an interrupted run."""
     config = IndexConfig(pca, kind, batch)
     variant = parse_variant(model, settings())
+    render.inferred(variant.card)
     with render.progress_bar("embedding") as advance:
         report = build_index(photos, out, variant, config, advance)
     render.index_report(report, out)

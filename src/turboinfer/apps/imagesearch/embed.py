@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,11 @@ def feature_output(card: ModelCard) -> str:
         return FEATURES
     if card.task == "embed" and names:
         return names[0]
-    raise InvalidModel(f"{card.name} has no {FEATURES!r} output to embed photos with (outputs: {names})")
+    raise InvalidModel(
+        f"{card.name} has no {FEATURES!r} output to embed photos with (outputs: {names}): export the layer before "
+        f"its head as {FEATURES!r}, or make its first output the embedding: turboinfer card init "
+        f"{card.onnx_path.name} --task embed"
+    )
 
 
 def image_preprocess(card: ModelCard) -> ImagePreprocess:
@@ -61,14 +66,14 @@ class Embedder:
         self.session = variant.open()
         self.decode_threads = decode_threads
 
-    @property
+    @functools.cached_property
     def dims(self) -> int:
-        """Width of the embedding."""
+        """Width of the embedding (from the graph, or from one sample batch when the graph leaves it symbolic)."""
         spec = next(s for s in self.variant.card.outputs if s.name == self.output)
-        width = spec.shape[-1]
-        if not isinstance(width, int):
-            raise InvalidModel(f"{self.variant.card.name}: output {self.output!r} has no fixed width")
-        return width
+        width = spec.shape[-1] if spec.shape else None
+        if isinstance(width, int):
+            return width
+        return int(self.embed_tensor(self.pipeline.empty_batch(1) * 0).shape[-1])
 
     def embed_tensor(self, batch: np.ndarray) -> np.ndarray:
         """A preprocessed batch → unit-length embeddings [n, dims]."""

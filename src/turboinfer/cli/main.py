@@ -14,6 +14,7 @@ from turboinfer.bench.decode import compare_decoders, default_cases, folder_case
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
 from turboinfer.cli.card import card
+from turboinfer.cli.llm import bench_llm, optimize_llm, profile_llm
 from turboinfer.cli.options import (
     JsonOption,
     LogFormatOption,
@@ -27,6 +28,7 @@ from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.measure.fidelity import DECISIVE_P
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
+from turboinfer.models.llm import build_llm, is_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.optimize import artifacts
 from turboinfer.optimize.plan import Plan, load_plan, quick_plan
@@ -68,7 +70,10 @@ def zoo_build(
     name: Annotated[str, typer.Argument(help="Zoo model name (see `turboinfer zoo list`).")],
     force: Annotated[bool, typer.Option(help="Rebuild even if a verified build exists.")] = False,
 ) -> None:
-    """Export a zoo model to ONNX in the cache and print its ModelCard path."""
+    """Export a zoo model to ONNX in the cache and print its ModelCard path (an LLM: its cache folder)."""
+    if is_llm(name):
+        render.llm_built(build_llm(name, settings(), force=force))
+        return
     render.zoo_built(build_zoo_model(name, settings(), force=force))
 
 
@@ -102,6 +107,9 @@ def profile(
     tokenizer: TokenizerOption = None,
 ) -> None:
     """Where the time goes: stages, operators, roofline, jitter, scaling, and what to do about it."""
+    if is_llm(model):
+        profile_llm(model, threads, quick, json_path, html_path)
+        return
     if pipeline not in ("auto", "image", "text", "none"):
         raise typer.BadParameter("choose auto, image, text or none", param_hint="--pipeline")
     kind: PipelineKind = pipeline  # type: ignore[assignment]
@@ -195,6 +203,9 @@ def bench(
         return
     if model is None:
         raise typer.BadParameter("give a MODEL, or --http URL", param_hint="MODEL")
+    if is_llm(model):
+        bench_llm(model, vs, threads, runs, None if no_history else (history_path or env.history_path), json_path)
+        return
     a = parse_variant(model, env, backend, threads)
     render.inferred(a.card)
     b = parse_variant(vs, env, backend, threads) if vs else None
@@ -215,12 +226,13 @@ def optimize(
         Path | None, typer.Option(help="Photos, an ImageFolder (labels), a text file, an .npz or .npy folder.")
     ] = None,
     budget: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Allowed drop: 1% (labelled: of the original's accuracy; else decisive top-1 agreement "
-            "/ cosine) or 1pt (labelled: accuracy points)."
+            help="Allowed drop (default 1%): labelled, of the original's accuracy (or 1pt: points); else decisive "
+            "top-1 agreement / cosine. LLMs: next-token agreement ≥ 1 − P, perplexity ratio ≤ 1 + P/2 (default: "
+            "0.90 and 1.05)."
         ),
-    ] = "1%",
+    ] = None,
     label_map: Annotated[
         Path | None, typer.Option(help="ImageFolder class names → indices (lines: name index).")
     ] = None,
@@ -253,7 +265,12 @@ def optimize(
     quick: Annotated[bool, typer.Option(help="Few inputs, short timing, no slow candidates (about a minute).")] = False,
 ) -> None:
     """Search passes, backends and options; keep the fastest variant inside the accuracy budget, explained."""
-    drop, points = budget_drop(budget)
+    if is_llm(model):
+        allowed = percent(budget, "--budget") if budget else None
+        agreement, ratio = (0.90, 1.05) if allowed is None else (1 - allowed, 1 + allowed / 2)
+        optimize_llm(model, quick, out, agreement, ratio)
+        return
+    drop, points = budget_drop(budget or "1%")
     fields = {
         "model": model, "inputs": str(inputs) if inputs else None, "budget": drop, "budget_points": points,
         "label_map": str(label_map) if label_map else None, "decisive": decisive,

@@ -24,6 +24,7 @@ from turboinfer.bench.loadgen import LoadResult
 from turboinfer.bench.run import BenchOutcome
 from turboinfer.core.card import ModelCard
 from turboinfer.measure.stats import PairedRatio, Summary
+from turboinfer.models.llm import LlmCard
 from turboinfer.optimize.run import OptimizeResult
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
@@ -119,6 +120,14 @@ def zoo_built(card: ModelCard) -> None:
         highlight=False,
     )
     print(card.card_path)
+
+
+def llm_built(card: LlmCard) -> None:
+    """Render `turboinfer zoo build` of an LLM: its folder on stdout, its facts on stderr."""
+    facts = f"{card.layers} layers, {card.heads} query / {card.kv_heads} KV heads, context {card.context}"
+    errors.print(f"{card.name}: {card.parameters / 1e6:.1f} M parameters, {facts}; GGUF {card.gguf.name}",
+                 highlight=False)  # fmt: skip
+    print(card.folder)
 
 
 def latency_line(label: str, s: Summary) -> str:

@@ -85,3 +85,42 @@ def embed_metrics(reference: np.ndarray, candidate: np.ndarray, k: int = 10) -> 
         "cosine_min": float(cosine.min()),
         f"recall{k}_overlap": float(overlap),
     }
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log probabilities of [T, vocab] scores (float64)."""
+    x = logits.astype(np.float64)
+    x = x - x.max(axis=1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+
+
+def next_token_metrics(reference: np.ndarray, candidate: np.ndarray, text: np.ndarray) -> dict[str, float]:
+    """A candidate LM against the reference, teacher-forced on a real text: logits [T, vocab] of both at every
+    position of the same token ids `text` [T]. Top-1 agreement of the next-token guesses, mean KL(reference ‖
+    candidate), and the perplexity of each on the text's actual next tokens, with their ratio."""
+    ref, cand = log_softmax(reference[:-1]), log_softmax(candidate[:-1])
+    targets = np.asarray(text[1:])
+    rows = np.arange(len(targets))
+    kl = np.sum(np.exp(ref) * (ref - cand), axis=1)
+    ppl_ref = float(np.exp(-ref[rows, targets].mean()))
+    ppl_cand = float(np.exp(-cand[rows, targets].mean()))
+    return {"next_token_agreement": float(np.mean(ref.argmax(1) == cand.argmax(1))), "kl_mean": float(kl.mean()),
+            "perplexity_reference": ppl_ref, "perplexity": ppl_cand, "perplexity_ratio": ppl_cand / ppl_ref,
+            "tokens": float(len(targets))}  # fmt: skip
+
+
+def path_agreement(reference_on_path: np.ndarray, prompt_tokens: int, generated: list[int]) -> float:
+    """For an engine whose logits are not exposed: the share of its greedy tokens that the reference would have
+    chosen too, given the same prefix (reference logits [T, vocab] over prompt + generated tokens)."""
+    if not generated:
+        return float("nan")
+    choices = reference_on_path[prompt_tokens - 1 : prompt_tokens - 1 + len(generated)].argmax(1)
+    return float(np.mean(choices == np.asarray(generated)))
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common start of two token lists (greedy exact-match length)."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))

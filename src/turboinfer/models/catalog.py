@@ -15,6 +15,7 @@ from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
 from turboinfer.models.cards import card_from_onnx
 from turboinfer.models.inputs import check_preprocess
+from turboinfer.models.llm import LLM_CARD, LLMS
 from turboinfer.runtime.session import SessionOptions
 from turboinfer.runtime.torch import TorchSession
 
@@ -218,4 +219,8 @@ def zoo_table(settings: Settings) -> list[dict[str, object]]:
                 "built": str(built) if built.is_file() else "",
             }
         )
+    for llm in LLMS:
+        card = model_dir(settings, llm.name) / LLM_CARD
+        rows.append({"name": llm.name, "task": "generate", "weights": "real (Q4_1 GGUF)",
+                     "description": llm.description, "built": str(card) if card.is_file() else ""})  # fmt: skip
     return rows

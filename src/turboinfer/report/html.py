@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 
 from turboinfer.report import plots
@@ -272,4 +273,34 @@ photos as queries; open-loop load, each server in its own process on the same ma
 <ul>{ratios}</ul>
 {image(qps, "QPS bars")}{image(p99, "p99 bars")}{image(breakdown, "stage breakdown")}
 {log}
+</body></html>"""
+
+
+def generation_html(data: dict[str, Any]) -> str:
+    """A decoder LLM's profile: prefill by prompt length, decode by depth, streams, roofline, recommendations."""
+
+    def curve(rows: list[dict[str, float]], x: str, y: str, xlabel: str, ylabel: str, title: str) -> str:
+        return plots.curve([r[x] for r in rows], [r[y] for r in rows], xlabel, ylabel, title, log_x=True)
+
+    prefill = curve(data["prefill"], "prompt", "tokens_per_s", "prompt tokens", "prefill tok/s", "prefill by prompt")
+    decode = curve(data["decode"], "depth", "tokens_per_s", "context depth, tokens", "decode tok/s", "decode by depth")
+    streams = curve(data["streams"], "streams", "output_tokens_per_s", "streams", "output tok/s", "output by streams")
+    r, c = data["roofline"], data["cache"]
+    facts = [["decode bandwidth", f"{r['decode_achieved_gbps']:.1f} of {r['bandwidth_gbps']:.1f} GB/s measured "
+              f"({r['decode_share_of_bound']:.0%} of the {r['decode_bound_tokens_per_s']:.0f} tok/s bound)"],
+             ["prefill compute", f"{r['prefill_achieved_gflops']:.0f} GOP/s; peaks {r['fp32_peak_gflops']:.0f} FP32, "
+              f"{r['int8_peak_gops']:.0f} INT8"],
+             ["KV cache", f"{data['kv']['bytes_per_token'] / 1024:.1f} KiB per token; decode {c['with_cache']:.1f} "
+              f"tok/s with it, {c['without_cache']:.2f} without ({c['gain']:.0f}×)"],
+             ["peak RSS", f"{data['peak_rss_mib']:.0f} MiB"]]  # fmt: skip
+    recs = "".join(f"<div class=rec><b>{html.escape(x['action'])}</b><br>{html.escape(x['evidence'])} · "
+                   f"{html.escape(x['expected_gain'])}</div>" for x in data["recommendations"])  # fmt: skip
+    title = html.escape(str(data["variant"].get("model", "")))
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer profile: {title}</title>
+<style>{STYLE}</style></head><body>
+<h1>Generation profile: {title}</h1>
+<p class=muted>{html.escape(json.dumps(data["engine"]))} · {html.escape(data["machine"]["cpu"])}</p>
+{table(["", "measured"], facts)}
+<h2>Recommendations</h2>{recs}
+{image(prefill, "prefill")}{image(decode, "decode")}{image(streams, "streams")}
 </body></html>"""

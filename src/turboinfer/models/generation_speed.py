@@ -1,0 +1,74 @@
+"""A generator's speed the way llama-bench reports it — pp N (prefill tokens/s of an N-token prompt) and tg M
+(decode tokens/s over M generated tokens after a prompt of `depth` tokens), repeated, with CIs — on distinct
+windows of real prose, so no engine answers from a cached prefix. The one measurement bench, profile and
+optimize share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from turboinfer.measure.stats import bootstrap_ci
+from turboinfer.models.sentences import Prose
+from turboinfer.runtime.generate import GenerationRequest, Generator
+
+
+@dataclass(frozen=True)
+class GenBenchConfig:
+    """What to measure."""
+
+    prompt: int = 512
+    """pp: prompt tokens."""
+    generate: int = 128
+    """tg: generated tokens."""
+    depths: tuple[int, ...] = (16,)
+    """Prompt tokens before tg's generation (the context depth decode runs at)."""
+    repeats: int = 5
+
+
+@dataclass
+class GenBench:
+    """One variant's pp and tg figures: tokens/s per repeat, with median and 95% CI."""
+
+    label: str
+    pp: list[float] = field(default_factory=list)
+    tg: dict[int, list[float]] = field(default_factory=dict)
+    ttft_s: list[float] = field(default_factory=list)
+    describe: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """Medians and CIs of pp and each tg depth, tokens/s."""
+        out: dict[str, Any] = {"label": self.label, "engine": self.describe}
+        out["pp"] = rate(self.pp)
+        out["tg"] = {depth: rate(values) for depth, values in self.tg.items()}
+        out["ttft_s"] = rate(self.ttft_s)
+        return out
+
+
+def rate(values: list[float]) -> dict[str, Any]:
+    """Median, 95% CI and the raw values of a list of measurements."""
+    array = np.asarray(values, dtype=float)
+    ci = bootstrap_ci(array) if len(array) > 1 else (float(array[0]), float(array[0]))
+    return {"median": float(np.median(array)), "ci95": list(ci), "values": array.tolist()}
+
+
+def one_round(generator: Generator, prose: Prose, config: GenBenchConfig, into: GenBench) -> None:
+    """One repeat of pp and every tg depth."""
+    first = generator.generate(GenerationRequest(prose.window(config.prompt), max_tokens=1, ignore_eos=True))
+    into.pp.append(config.prompt / first.ttft_s)
+    into.ttft_s.append(first.ttft_s)
+    for depth in config.depths:
+        result = generator.generate(GenerationRequest(prose.window(depth), max_tokens=config.generate, ignore_eos=True))
+        into.tg.setdefault(depth, []).append(result.decode_rate)
+
+
+def bench_generator(label: str, generator: Generator, config: GenBenchConfig) -> GenBench:
+    """pp and tg of one generator, after one warm-up round."""
+    prose = Prose(generator)
+    one_round(generator, prose, GenBenchConfig(min(config.prompt, 64), 4, (min(config.depths),), 1), GenBench(label))
+    out = GenBench(label, describe=generator.describe())
+    for _ in range(config.repeats):
+        one_round(generator, prose, config, out)
+    return out

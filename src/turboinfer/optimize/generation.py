@@ -1,0 +1,196 @@
+"""`turboinfer optimize` for a decoder LLM: candidates are engine × weight precision × KV cache precision ×
+threads; each is checked against the transformers oracle on held-out real prose and timed (pp and tg, the
+llama-bench figures); the fastest decoder inside the budget is chosen, every decision with its reason.
+
+Fidelity: where an engine exposes its logits (ONNX Runtime GenAI), teacher-forced next-token agreement and the
+perplexity ratio on the prose; where it does not (OpenVINO GenAI), the share of its greedy tokens the oracle
+would have chosen given the same prefix, on continuations of prose prompts."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from turboinfer.core.errors import InvalidInput
+from turboinfer.core.settings import Settings
+from turboinfer.hardware.probe import probe_cpu
+from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
+from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
+from turboinfer.models.llm import GeneratorVariant, open_generator
+from turboinfer.models.sentences import Prose
+from turboinfer.runtime.generate import GenerationRequest
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class GenBudget:
+    """The least fidelity a generator may keep against the oracle (defaults: docs/llm.md, "fidelity")."""
+
+    agreement: float = 0.90
+    """Teacher-forced next-token agreement (or, for engines without logits, agreement on their greedy path)."""
+    perplexity_ratio: float = 1.05
+    """Largest perplexity on the held-out prose over the oracle's, where the engine's logits are readable."""
+
+
+@dataclass(frozen=True)
+class GenPlan:
+    """One LLM optimization run."""
+
+    model: str = "smollm2-135m"
+    budget: GenBudget = field(default_factory=GenBudget)
+    quick: bool = False
+    text_tokens: int = 256
+    """Held-out prose tokens for teacher forcing."""
+    prompts: int = 4
+    """Prose prompts whose greedy continuations are compared (engines without logits)."""
+    repeats: int = 3
+
+
+@dataclass
+class GenOutcome:
+    """One candidate: its fidelity, its speed, and the decision with its reason."""
+
+    variant: GeneratorVariant
+    status: str = "measured"
+    reason: str = ""
+    fidelity: dict[str, float] = field(default_factory=dict)
+    speed: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"variant": self.variant.to_dict(), "label": self.variant.label, "status": self.status,
+                "reason": self.reason, "fidelity": self.fidelity, "speed": self.speed}  # fmt: skip
+
+
+def candidates(plan: GenPlan, threads: int) -> list[GeneratorVariant]:
+    """The search space: OpenVINO GenAI (the GGUF's Q4_1) with u8 and f16 KV cache, ONNX Runtime GenAI at 4-bit and
+    8-bit weights (and FP32 in a full run), at the usable thread count and at one thread."""
+    out = [GeneratorVariant(plan.model, "openvino-genai", "q4_1", kv, threads) for kv in ("u8", "f16")]
+    out += [GeneratorVariant(plan.model, "ort-genai", w, threads=threads) for w in ("int4", "int8")]
+    if not plan.quick:
+        out += [GeneratorVariant(plan.model, "ort-genai", "fp32", threads=threads),
+                GeneratorVariant(plan.model, "openvino-genai", "q4_1", "u8", 1),
+                GeneratorVariant(plan.model, "ort-genai", "int4", threads=1)]  # fmt: skip
+    return out
+
+
+def fidelity_of(generator: Any, oracle: Any, text: list[int], prompts: list[tuple[int, ...]]) -> dict[str, float]:
+    """The generator against the oracle: teacher-forced metrics when it exposes logits, path agreement and greedy
+    exact-match length on prose prompts either way."""
+    out: dict[str, float] = {}
+    if hasattr(generator, "teacher_forced"):
+        out.update(next_token_metrics(oracle.teacher_forced(text), generator.teacher_forced(text), np.array(text)))
+    agreements, matches = [], []
+    for prompt in prompts:
+        request = GenerationRequest(prompt, max_tokens=32, ignore_eos=True)
+        result = generator.generate(request)
+        path = list(prompt) + result.tokens
+        agreements.append(path_agreement(oracle.teacher_forced(path), len(prompt), result.tokens))
+        matches.append(common_prefix(result.tokens, oracle.generate(request).tokens))
+    out["path_agreement"] = float(np.mean(agreements))
+    out["greedy_exact_match_tokens"] = float(np.mean(matches))
+    return out
+
+
+def breach(fidelity: dict[str, float], budget: GenBudget) -> str | None:
+    """Why a candidate breaks the budget, or None."""
+    agreement = fidelity.get("next_token_agreement", fidelity.get("path_agreement", 0.0))
+    if not agreement >= budget.agreement:
+        which = "teacher-forced agreement" if "next_token_agreement" in fidelity else "greedy-path agreement"
+        return f"{which} {agreement:.3f} < {budget.agreement:.3f}"
+    ratio = fidelity.get("perplexity_ratio")
+    if ratio is not None and ratio > budget.perplexity_ratio:
+        return f"perplexity ratio {ratio:.3f} > {budget.perplexity_ratio:.3f}"
+    return None
+
+
+@dataclass
+class GenResult:
+    """Every outcome and the chosen one."""
+
+    plan: GenPlan
+    outcomes: list[GenOutcome]
+    chosen: GenOutcome
+    machine: dict[str, Any]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the decision log)."""
+        return {"plan": asdict(self.plan), "chosen": self.chosen.to_dict(), "outcomes": [o.to_dict() for o in
+                self.outcomes], "machine": self.machine, "seconds": self.seconds}  # fmt: skip
+
+
+def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | None = None) -> GenResult:
+    """Measure every candidate against the oracle and choose the fastest decoder inside the budget."""
+    say = progress or (lambda label: None)
+    start = time.perf_counter()
+    cpu = probe_cpu()
+    say("loading the oracle (transformers FP32)")
+    oracle = open_generator(GeneratorVariant(plan.model, "transformers", "fp32", threads=cpu.usable_cpus), settings)
+    prose = Prose(oracle)
+    prose.window(4096)  # the held-out text comes after the first 4096 tokens, which benchmarks use as prompts
+    text = list(prose.window(plan.text_tokens))
+    prompts = [prose.window(48) for _ in range(2 if plan.quick else plan.prompts)]
+    config = GenBenchConfig(prompt=128 if plan.quick else 512, generate=32 if plan.quick else 128, depths=(16,),
+                            repeats=2 if plan.quick else plan.repeats)  # fmt: skip
+    outcomes = []
+    for variant in candidates(plan, cpu.usable_cpus):
+        say(variant.label)
+        outcome = GenOutcome(variant)
+        try:
+            generator = open_generator(variant, settings)
+            outcome.fidelity = fidelity_of(generator, oracle, text, prompts)
+            outcome.speed = bench_generator(variant.label, generator, config).summary()
+            del generator
+        except InvalidInput:
+            raise
+        except Exception as err:  # an engine failed on this candidate: it is out, the search goes on
+            outcome.status, outcome.reason = "failed", f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        else:
+            why = breach(outcome.fidelity, plan.budget)
+            outcome.status, outcome.reason = ("rejected", f"rejected: {why}") if why else ("fits", "")
+        outcomes.append(outcome)
+    chosen = decide(outcomes)
+    machine = {"cpu": cpu.model, "usable_cpus": cpu.usable_cpus, "isa": list(cpu.isa)}
+    return GenResult(plan, outcomes, chosen, machine, time.perf_counter() - start)
+
+
+def tg(outcome: GenOutcome) -> float:
+    """Decode tokens/s at the first depth."""
+    return float(next(iter(outcome.speed["tg"].values()))["median"])
+
+
+def decide(outcomes: list[GenOutcome]) -> GenOutcome:
+    """The fastest decoder (tg median) among those inside the budget; reasons for all."""
+    fits = sorted((o for o in outcomes if o.status == "fits"), key=lambda o: -tg(o))
+    if not fits:
+        reasons = "; ".join(f"{o.variant.label}: {o.reason}" for o in outcomes)
+        raise InvalidInput(f"no candidate kept the budget: {reasons}")
+    best = fits[0]
+    for o in fits[1:]:
+        o.status, o.reason = "not chosen", f"not chosen: decodes {tg(o):.0f} tok/s against the chosen's {tg(best):.0f}"
+    best.status = "chosen"
+    best.reason = f"chosen: fastest decoder inside the budget, {tg(best):.0f} tok/s"
+    return best
+
+
+def save(result: GenResult, out_dir: Path) -> dict[str, Path]:
+    """chosen.generator.json (for serve and bench) and decision-log.json."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chosen = out_dir / "chosen.generator.json"
+    chosen.write_text(json.dumps(result.chosen.variant.to_dict(), indent=2))
+    log = out_dir / "decision-log.json"
+    log.write_text(json.dumps(result.to_dict(), indent=2, default=str))
+    return {"variant": chosen, "decision_log": log}
+
+
+def quick(plan: GenPlan) -> GenPlan:
+    """The plan cut to a short run."""
+    return replace(plan, quick=True, text_tokens=96, prompts=2, repeats=2)

@@ -1,0 +1,53 @@
+"""The decoder LLM through the CLI as a user runs it: zoo build, bench (pp/tg, A/B), profile and optimize."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.test_cli import run
+
+
+def test_zoo_build_and_list_the_llm():
+    built = run("zoo", "build", "smollm2-135m")
+    assert built.returncode == 0, built.stderr
+    assert "134.5 M parameters, 30 layers, 9 query / 3 KV heads, context 8192" in built.stderr
+    assert "smollm2-135m" in run("zoo", "list").stdout
+
+
+def test_bench_pp_and_tg_with_intervals_and_history(tmp_path):
+    store = tmp_path / "h.sqlite"
+    result = run("bench", "smollm2-135m", "--runs", "2", "--history", str(store), "--json", str(tmp_path / "b.json"))
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "b.json").read_text())["results"][0]
+    assert data["pp"]["median"] > 0 and data["tg"]["16"]["median"] > 0 and len(data["pp"]["values"]) == 2
+    from turboinfer.bench.history import runs
+
+    (stored,) = runs(store)
+    assert stored.label == "smollm2-135m@openvino-genai" and stored.throughput == pytest.approx(
+        data["tg"]["16"]["median"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(("bench", "smollm2-135m@llamacpp"), "unknown engine 'llamacpp'"),
+     (("bench", "smollm2-135m@ort-genai", "--vs", "nope.generator.json"), "not valid")],
+)  # fmt: skip
+def test_bad_llm_arguments_are_one_line(args, message):
+    result = run(*args)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.slow
+def test_profile_and_optimize_quick(tmp_path):
+    profiled = run("profile", "smollm2-135m", "--quick", "--json", str(tmp_path / "p.json"))
+    assert profiled.returncode == 0, profiled.stderr
+    report = json.loads((tmp_path / "p.json").read_text())
+    assert report["cache"]["gain"] > 5 and report["kv"]["bytes_per_token"] == 30 * 2 * 3 * 64
+    assert report["recommendations"] and report["roofline"]["decode_bound_tokens_per_s"] > 0
+    optimized = run("optimize", "smollm2-135m", "--quick", "--out", str(tmp_path / "o"))
+    assert optimized.returncode == 0, optimized.stderr
+    log = json.loads((tmp_path / "o" / "decision-log.json").read_text())
+    assert log["chosen"]["status"] == "chosen" and all(o["reason"] for o in log["outcomes"])

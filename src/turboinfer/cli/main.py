@@ -17,13 +17,12 @@ from turboinfer.cli.card import card
 from turboinfer.cli.llm import bench_llm, optimize_llm, profile_llm
 from turboinfer.cli.options import (
     JsonOption,
-    LogFormatOption,
-    LogLevelOption,
     TokenizerOption,
-    server_logging,
+    int_list,
     settings,
 )
 from turboinfer.cli.search import search
+from turboinfer.cli.serve import serve
 from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.measure.fidelity import DECISIVE_P
@@ -38,16 +37,13 @@ from turboinfer.profile.machine import run_probe
 from turboinfer.profile.run import PipelineKind, ProfileRequest, profile_model
 from turboinfer.report.html import history_html, profile_html
 from turboinfer.runtime.session import SessionOptions
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import model_serving, read_config, repository
-from turboinfer.serve.run import build_server, run_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Diagnose, optimize, prove and serve inference.")
 zoo = typer.Typer(no_args_is_help=True, help="Real pretrained models from installed packages, built offline.")
 app.add_typer(zoo, name="zoo")
 app.add_typer(search, name="search")
 app.add_typer(card, name="card")
+app.command()(serve)
 
 
 @app.command()
@@ -75,17 +71,6 @@ def zoo_build(
         render.llm_built(build_llm(name, settings(), force=force))
         return
     render.zoo_built(build_zoo_model(name, settings(), force=force))
-
-
-def int_list(text: str, option: str) -> tuple[int, ...]:
-    """Parse "1,2,4" into (1, 2, 4); a clear error for anything else."""
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
-    if not values or min(values) < 1:
-        raise typer.BadParameter("expected positive integers", param_hint=option)
-    return values
 
 
 @app.command()
@@ -310,67 +295,6 @@ def history_command(
     render.history(stored, history.regressions(stored))
     if html_path:
         render.write_text(html_path, history_html([render.run_row(r) for r in stored]))
-
-
-@app.command()
-def serve(
-    models: Annotated[
-        list[str],
-        typer.Argument(help="A repository folder of model cards, or models: zoo names, cards, MODEL@BACKEND."),
-    ],
-    config_path: Annotated[
-        Path | None, typer.Option("--config", help="Per-model serving config (YAML/JSON); default REPO/serve.yaml.")
-    ] = None,
-    host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8000,
-    backend: Annotated[str, typer.Option(help="ort or openvino.")] = "ort",
-    threads: Annotated[
-        int, typer.Option(help="Intra-op threads per instance; 0 = a variant file's, else the runtime default.")
-    ] = 0,
-    max_batch: Annotated[int, typer.Option(min=1)] = 8,
-    max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
-    queue: Annotated[int, typer.Option(min=1, help="Requests accepted and waiting, per model.")] = 256,
-    instances: Annotated[int, typer.Option(min=1, help="Batches computed at once, per model.")] = 1,
-    preferred: Annotated[str, typer.Option(help="Batch sizes to close at without waiting, e.g. 4,8.")] = "",
-    overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
-    max_body_mb: Annotated[float, typer.Option(help="Largest request body, MiB.")] = 16.0,
-    canary: Annotated[
-        str | None, typer.Option(help="A second variant answering --canary-share of the traffic.")
-    ] = None,
-    canary_share: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.1,
-    shadow: Annotated[
-        str | None, typer.Option(help="A second variant getting a copy of all traffic, compared.")
-    ] = None,
-    seq_bucket: Annotated[
-        int, typer.Option(min=0, help="Text models: token counts that round up to the same multiple of this share "
-                          "a batch, padded (0: any lengths).")
-    ] = 32,
-    log_level: LogLevelOption = "info",
-    log_format: LogFormatOption = "text",
-) -> None:  # fmt: skip
-    """KServe V2 server with dynamic batching, an image route, health probes and Prometheus metrics."""
-    server_logging(log_level, log_format)
-    if overload_status not in (429, 503):
-        raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
-    if canary and shadow:
-        raise typer.BadParameter("choose --canary or --shadow, not both", param_hint="--shadow")
-    env = settings()
-    sizes = int_list(preferred, "--preferred") if preferred else ()
-    batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes, seq_bucket)
-    folder = Path(models[0])
-    if len(models) == 1 and folder.is_dir():
-        default_config = folder / "serve.yaml"
-        path = config_path or (default_config if default_config.is_file() else None)
-        served = repository(folder, env, read_config(path) if path else {}, batching)
-    else:
-        split = {"canary": canary, "canary_share": canary_share} if canary else {"shadow": shadow} if shadow else {}
-        variants = [parse_variant(m, env, backend, threads) for m in models]
-        for variant in variants:
-            render.inferred(variant.card)
-        served = [model_serving(v, split if i == 0 else {}, batching, env) for i, v in enumerate(variants)]
-    server = build_server(served, ServeConfig(batching, int(max_body_mb * 2**20), overload_status))
-    render.serving(host, port, served)
-    run_app(server, server.app(), host, port)
 
 
 def main() -> None:

@@ -30,3 +30,14 @@ def server_logging(level: str, fmt: str) -> None:
     if fmt not in ("text", "json"):
         raise typer.BadParameter("choose text or json", param_hint="--log-format")
     configure_logging(level, "json" if fmt == "json" else "text")
+
+
+def int_list(text: str, option: str) -> tuple[int, ...]:
+    """Parse "1,2,4" into (1, 2, 4); a clear error for anything else."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
+    if not values or min(values) < 1:
+        raise typer.BadParameter("expected positive integers", param_hint=option)
+    return values

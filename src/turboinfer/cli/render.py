@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
 from turboinfer.report.html import ms
 from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.run import LlmServing
 
 console = Console()
 errors = Console(stderr=True)
@@ -270,10 +271,14 @@ def history(stored: list[Run], flagged: list[tuple[Run, Run, PairedRatio]]) -> N
                       f"(95% CI {ratio.ci[0]:.2f}–{ratio.ci[1]:.2f}) for {after.label}", highlight=False)  # fmt: skip
 
 
-def serving(host: str, port: int, served: list[ModelServing]) -> None:
-    """Say what is being served where."""
+def serving(host: str, port: int, served: list[ModelServing], llms: Sequence[LlmServing] = ()) -> None:
+    """Say what is being served where (and each LLM's KV cache arithmetic)."""
     labels = [s.variant.label + (f" + {s.split.mode} {s.second.label}" if s.second and s.split else "") for s in served]
-    console.print(f"serving {', '.join(labels)} on http://{host}:{port} (KServe V2 under /v2, metrics at /metrics)")
+    if labels:
+        console.print(f"serving {', '.join(labels)} on http://{host}:{port} (KServe V2 under /v2, metrics at /metrics)")
+    for llm in llms:
+        console.print(f"serving {llm.name} ({llm.engine.engine}) on http://{host}:{port}/v1 (OpenAI API; /health)")
+        console.print(f"  {llm.kv_plan}", highlight=False)
 
 
 def optimize_result(result: OptimizeResult) -> None:

@@ -122,6 +122,15 @@ def cgroup_memory_limit_gib(root: Path = Path("/sys/fs/cgroup")) -> float | None
     return None
 
 
+def available_memory_bytes() -> float:
+    """Memory a new allocation can get now: the OS's available memory, capped by the cgroup limit's headroom."""
+    available = float(psutil.virtual_memory().available)
+    limit = cgroup_memory_limit_gib()
+    if limit is not None:
+        available = min(available, limit * 2**30 - psutil.Process().memory_info().rss)
+    return available
+
+
 def probe_gpus() -> tuple[tuple[GpuInfo, ...], str]:
     """GPUs via NVML (pynvml), with a note on how they were looked for."""
     try:

@@ -239,8 +239,9 @@ def parse_generator(text: str, settings: Settings, threads: int = 0) -> Generato
     return variant.checked()
 
 
-def open_generator(variant: GeneratorVariant, settings: Settings) -> Any:
-    """A loaded Generator for the variant (the LLM built first when it is not yet)."""
+def open_generator(variant: GeneratorVariant, settings: Settings, engine: Any = None) -> Any:
+    """A loaded Generator for the variant (the LLM built first when it is not yet); `engine` is OpenVINO GenAI's
+    EngineConfig when a server sets the scheduler's knobs (streams, KV cache size, tokens per step)."""
     card = build_llm(variant.model, settings)
     if variant.engine == "transformers":
         from turboinfer.runtime.transformers import TransformersGenerator
@@ -252,7 +253,9 @@ def open_generator(variant: GeneratorVariant, settings: Settings) -> Any:
         return OrtGenAiGenerator(ort_genai_model(card, variant.weights), variant.threads)
     from turboinfer.runtime.openvino_genai import EngineConfig, OpenVinoGenAiGenerator
 
-    return OpenVinoGenAiGenerator(card.gguf, card.context, EngineConfig(variant.threads, variant.kv_cache))
+    config = engine or EngineConfig()
+    config = EngineConfig(**{**config.to_dict(), "threads": variant.threads, "kv_precision": variant.kv_cache})
+    return OpenVinoGenAiGenerator(card.gguf, card.context, config)
 
 
 def is_llm(name: str) -> bool:

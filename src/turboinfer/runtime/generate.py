@@ -254,6 +254,52 @@ class Sampler:
         return int(order[self._rng.choice(len(order), p=probs)])
 
 
+class Decoding:
+    """One sequence's decode loop on a step-wise engine, a token per `advance`: sample, stream the text that is
+    final, stop at max_tokens, an end token or a stop string. `decode` runs it to the end; a scheduler interleaves
+    many."""
+
+    def __init__(self, generator: Generator, stream: Stream, request: GenerationRequest, prompt_tokens: int,
+                 begin: float, on_text: OnText | None = None) -> None:  # fmt: skip
+        self.generator, self.stream, self.request, self.on_text = generator, stream, request, on_text
+        self.prompt_tokens, self.begin = prompt_tokens, begin
+        self.sampler, self.text = Sampler(request.sampling), TextAssembler(generator.detokenize, request.stop)
+        self.tokens: list[int] = []
+        self.times: list[float] = []
+        self.finish: FinishReason | None = None
+
+    def advance(self) -> bool:
+        """Choose the next token (and feed it through the cache unless generation ends); True once finished."""
+        request = self.request
+        token = self.sampler(self.stream.logits())
+        self.times.append(time.perf_counter() - self.begin)
+        if token in self.generator.eos and not request.ignore_eos:
+            self.finish = "stop"
+            return True
+        self.tokens.append(token)
+        self.emit(self.text.add(token))
+        if self.text.stopped:
+            self.finish = "stop"
+        elif len(self.tokens) >= request.max_tokens:
+            self.finish = "length"
+        else:
+            self.stream.append(token)
+        return self.finish is not None
+
+    def emit(self, piece: str) -> None:
+        """Stream a final piece of text."""
+        if piece and self.on_text:
+            self.on_text(piece)
+
+    def result(self) -> GenerationResult:
+        """What came out (the text held back for a possible stop string streamed first)."""
+        self.emit(self.text.finish())
+        total = time.perf_counter() - self.begin
+        ttft = self.times[0] if self.times else total
+        return GenerationResult(self.tokens, self.text.sent, self.finish or "length", self.prompt_tokens, ttft,
+                                self.times, total)  # fmt: skip
+
+
 def decode(
     generator: Generator, start: Callable[[list[int]], Stream], request: GenerationRequest,
     on_text: OnText | None = None,
@@ -262,31 +308,10 @@ def decode(
     token or a stop string; text streamed as it becomes final."""
     begin = time.perf_counter()
     ids = prompt_ids(generator, request)
-    stream = start(ids)
-    sampler, text = Sampler(request.sampling), TextAssembler(generator.detokenize, request.stop)
-    tokens: list[int] = []
-    times: list[float] = []
-    reason: FinishReason = "length"
-    while len(tokens) < request.max_tokens:
-        token = sampler(stream.logits())
-        times.append(time.perf_counter() - begin)
-        if token in generator.eos and not request.ignore_eos:
-            reason = "stop"
-            break
-        tokens.append(token)
-        piece = text.add(token)
-        if piece and on_text:
-            on_text(piece)
-        if text.stopped:
-            reason = "stop"
-            break
-        if len(tokens) < request.max_tokens:
-            stream.append(token)
-    rest = text.finish()
-    if rest and on_text:
-        on_text(rest)
-    total = time.perf_counter() - begin
-    return GenerationResult(tokens, text.sent, reason, len(ids), times[0] if times else total, times, total)
+    decoding = Decoding(generator, start(ids), request, len(ids), begin, on_text)
+    while not decoding.advance():
+        pass
+    return decoding.result()
 
 
 def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_value: float) -> float:

@@ -78,6 +78,10 @@ class OrtGenAiGenerator:
         """Text of token ids."""
         return str(self.tokenizer.decode(np.asarray(tokens, dtype=np.int32)))
 
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        """A conversation rendered by the model's chat template, ready for the assistant's turn."""
+        return str(self.tokenizer.apply_chat_template(json.dumps(messages), add_generation_prompt=True))
+
     def start(self, ids: list[int]) -> OgStream:
         """Prefill: the stream whose logits() are the first generated token's."""
         return OgStream(self, ids)

@@ -47,8 +47,10 @@ from turboinfer.serve.http import (
 )
 from turboinfer.serve.logs import AccessLog, access_info
 from turboinfer.serve.metrics import ServerMetrics
+from turboinfer.serve.openai import OpenAiRoutes
 from turboinfer.serve.openapi import openapi
 from turboinfer.serve.padding import sequence_padding
+from turboinfer.serve.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.schema import parse_object
 from turboinfer.serve.traffic import SplitConfig, TrafficSplit
 from turboinfer.serve.worker import ModelWorker
@@ -144,6 +146,7 @@ class Server:
         self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig,
         splits: dict[str, tuple[ModelCard, Session, SplitConfig]] | None = None,
         batching: dict[str, BatcherConfig] | None = None,
+        generators: dict[str, tuple[Engine, SchedulerConfig]] | None = None,
     ) -> None:  # fmt: skip
         self.config = config
         self.metrics = ServerMetrics()
@@ -153,6 +156,8 @@ class Server:
         self.batching = batching or {}
         """Per-model batching; models not named use config.batcher."""
         self.models: dict[str, ServedModel] = {}
+        self.llm = OpenAiRoutes(generators, self.metrics.registry, config) if generators else None
+        """The OpenAI routes over the served LLMs (their engines warm up in the background after the start)."""
 
     async def runner(
         self, label: str, card: ModelCard, session: Session, batching: BatcherConfig, health: ModelHealth
@@ -192,6 +197,8 @@ class Server:
                 model.batchers.append(other_batcher)
                 model.split = TrafficSplit(name, card.task, batcher, other_batcher, split, self.metrics)
             self.models[name] = model
+        for scheduler in self.llm.schedulers.values() if self.llm else ():
+            scheduler.start()
         self.ready = True
 
     async def shutdown(self) -> None:
@@ -199,6 +206,8 @@ class Server:
         self.ready = False
         await asyncio.gather(*(m.split.drain() for m in self.models.values() if m.split))
         await asyncio.gather(*(b.stop() for m in self.models.values() for b in m.batchers))
+        for scheduler in self.llm.schedulers.values() if self.llm else ():
+            await asyncio.to_thread(scheduler.stop)
         for model in self.models.values():
             model.health.stop()
             for worker in model.workers:
@@ -207,7 +216,8 @@ class Server:
     def is_ready(self, model: ServedModel | None = None) -> bool:
         """Loaded, not draining, and every session (or this model's) able to run."""
         models = [model] if model else list(self.models.values())
-        return self.ready and all(m.health.healthy for m in models)
+        llm_ready = model is not None or self.llm is None or self.llm.ready()
+        return self.ready and llm_ready and all(m.health.healthy for m in models)
 
     def model(self, name: str) -> ServedModel:
         """A served model by name; unknown or malformed names are 404 (never a path)."""
@@ -298,7 +308,8 @@ class Server:
             await self.shutdown()
 
         async def live(request: Request) -> Response:
-            return JSONResponse({"live": True})
+            ok = self.llm is None or self.llm.alive()  # a dead engine loop: restart the process
+            return JSONResponse({"live": ok}, status_code=200 if ok else 503)
 
         async def ready(request: Request) -> Response:
             ok = self.is_ready()
@@ -356,7 +367,8 @@ class Server:
             Route("/v2/repository/index", repository_index, methods=["POST"]),
             Route("/v2/repository/models/{name}/{action:str}", model_control, methods=["POST"]),
             Route("/metrics", metrics),
-            Route("/openapi.json", lambda request: JSONResponse(openapi())), *extra_routes,
+            Route("/openapi.json", lambda request: JSONResponse(openapi())), *(self.llm.routes() if self.llm else []),
+            *extra_routes,
         ]  # fmt: skip
 
         async def http_error(request: Request, exc: Exception) -> Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from typing import TypeVar
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -12,6 +13,9 @@ from starlette.responses import JSONResponse, Response
 from turboinfer.core.errors import InvalidInput, ModelNotFound, TurboinferError
 from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.logs import ERRORS
+from turboinfer.serve.scheduler import EngineStopped
+
+T = TypeVar("T")
 
 
 class SlowBody(TurboinferError):
@@ -33,6 +37,7 @@ FAILURES_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (InvalidInput, 400, "invalid"),
     (QueueFull, 429, "queue_full"),  # or 503, per ServeConfig.overload_status
     (ShuttingDown, 503, "unavailable"),
+    (EngineStopped, 503, "engine_stopped"),
     (DeadlineExceeded, 504, "deadline"),
 )
 """Client-side exceptions → status code and the `outcome` label of turboinfer_requests_total; anything else is a
@@ -65,22 +70,33 @@ async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes
     return b"".join(chunks)
 
 
+def classify(err: Exception, overload_status: int = 429) -> tuple[int, str]:
+    """Status code and metric outcome of a failed request: client-side exceptions by FAILURES_TABLE, anything
+    else a server fault (500, "error")."""
+    for kind, status, outcome in FAILURES_TABLE:
+        if isinstance(err, kind):
+            return (overload_status if kind is QueueFull else status), outcome
+    return 500, "error"
+
+
+def log_fault(err: Exception, request_id: str) -> str:
+    """Log a server fault with its traceback; the message for the client (no internals in it)."""
+    ERRORS.error("request failed", exc_info=err, extra={"fields": {"id": request_id}})
+    return f"internal error ({type(err).__name__}); the server log has the details under this request id"
+
+
 def failure(
     err: Exception, request_id: str, overload_status: int = 429, retry_after_s: int = 1
 ) -> tuple[str, Response]:
     """The metric outcome and the {"error"} response for a failed request; server faults are logged."""
-    for kind, status, outcome in FAILURES_TABLE:
-        if isinstance(err, kind):
-            if kind is QueueFull:
-                headers = {"Retry-After": str(retry_after_s)}
-                return outcome, error(overload_status, str(err), headers)
-            return outcome, error(status, str(err))
-    ERRORS.error("request failed", exc_info=err, extra={"fields": {"id": request_id}})
-    message = f"internal error ({type(err).__name__}); the server log has the details under this request id"
-    return "error", error(500, message, request_id=request_id)  # no internals in the message
+    status, outcome = classify(err, overload_status)
+    if status == 500:
+        return outcome, error(500, log_fault(err, request_id), request_id=request_id)
+    headers = {"Retry-After": str(retry_after_s)} if isinstance(err, QueueFull) else None
+    return outcome, error(status, str(err), headers)
 
 
-async def unless_disconnected(request: Request, work: Awaitable[Response]) -> Response:
+async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
     """work's response; ClientGone, with work cancelled (and its batch slot skipped), if the client goes first.
     One watcher task per request, which cancels this one when the disconnect arrives."""
     current = asyncio.current_task()

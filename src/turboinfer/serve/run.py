@@ -5,14 +5,21 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import uvicorn
 from starlette.applications import Starlette
 
 from turboinfer.core.card import ModelCard, file_sha256
 from turboinfer.core.errors import InvalidInput, InvalidModel
+from turboinfer.core.settings import Settings
+from turboinfer.hardware.probe import available_memory_bytes
+from turboinfer.models.llm import build_llm, open_generator, parse_generator
+from turboinfer.runtime.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.serve.app import ServeConfig, Server, check_servable
+from turboinfer.serve.interleave import Interleaved
 from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.scheduler import Engine, SchedulerConfig
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""
@@ -49,9 +56,47 @@ def check_file(card: ModelCard) -> None:
         raise InvalidModel(f"{card.onnx_path} does not match the sha256 in its card (corrupt or replaced); rebuild it")
 
 
-def build_server(served: list[ModelServing], config: ServeConfig) -> Server:
-    """A Server for these models, each under its model name, with its own batching and optional second variant;
-    every model file is checked and opened here, before anything listens."""
+@dataclass(frozen=True)
+class LlmServing:
+    """One served LLM: its engine (loaded, not yet warmed up), its scheduler's limits, and the KV arithmetic."""
+
+    name: str
+    engine: Engine
+    scheduler: SchedulerConfig
+    kv_plan: str
+    """One line: KV bytes per token, the cache, what fits in it."""
+
+
+def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: int = 0, cache_gb: float = 1.0,
+                max_batched_tokens: int = 256) -> LlmServing:  # fmt: skip
+    """Open an LLM for serving: the KV cache its streams need is computed first and refused when it does not fit
+    in memory (before anything is allocated); step-wise engines are interleaved."""
+    from turboinfer.runtime.openvino_genai import EngineConfig
+
+    variant = parse_generator(text, env, threads)
+    card = build_llm(variant.model, env)
+    streams = scheduler.max_running
+    if variant.engine == "openvino-genai":
+        per_token = card.kv_values_per_token() * KV_VALUE_BYTES[variant.kv_cache]
+        cache = check_kv_capacity(per_token, 1, round(cache_gb * 2**30 / per_token), available_memory_bytes())
+        tokens = int(cache // per_token)
+        kind = f"paged, {variant.kv_cache}, shared by {streams} streams"
+        engine: Engine = open_generator(variant, env, EngineConfig(cache_gb=cache_gb, max_streams=streams,
+                                                                   max_batched_tokens=max_batched_tokens))  # fmt: skip
+    else:  # one cache per stream, allocated for the whole context (fp32)
+        per_token = card.kv_values_per_token() * KV_VALUE_BYTES["f32"]
+        cache = check_kv_capacity(per_token, streams, card.context, available_memory_bytes())
+        tokens, kind = streams * card.context, f"f32, {streams} streams × {card.context} tokens"
+        engine = Interleaved(open_generator(variant, env))
+    plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
+            f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
+    limits = SchedulerConfig(**{**scheduler.__dict__, "kv_tokens": tokens})
+    return LlmServing(variant.model, engine, limits, plan)
+
+
+def build_server(served: list[ModelServing], config: ServeConfig, llms: list[LlmServing] | None = None) -> Server:
+    """A Server for these models, each under its model name, with its own batching and optional second variant,
+    and for these LLMs; every model file is checked and opened here, before anything listens."""
     models, splits, batching = {}, {}, {}
     for entry in served:
         card = entry.variant.card
@@ -66,7 +111,8 @@ def build_server(served: list[ModelServing], config: ServeConfig) -> Server:
                 )
             check_file(entry.second.card)
             splits[card.name] = (entry.second.card, entry.second.open(), entry.split)
-    return Server(models, config, splits, batching)
+    generators = {llm.name: (llm.engine, llm.scheduler) for llm in llms or []}
+    return Server(models, config, splits, batching, generators)
 
 
 def run_app(server: Server, app: Starlette, host: str = "127.0.0.1", port: int = 8000) -> None:

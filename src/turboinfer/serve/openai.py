@@ -1,0 +1,358 @@
+"""OpenAI-compatible routes for the served LLMs: POST /v1/chat/completions, POST /v1/completions, GET /v1/models
+and GET /health. Streaming is server-sent events (a role chunk, content deltas that never split a character, a
+chunk with the finish reason, an optional usage chunk, then `data: [DONE]`); errors are OpenAI's
+`{"error": {"message", "type", "param", "code"}}`, inside a stream too. Admission, body limits, deadlines,
+priorities, disconnect handling and the error mapping are the V2 routes' own."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import orjson
+from prometheus_client import CollectorRegistry
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from turboinfer.core.errors import InvalidInput, ModelNotFound
+from turboinfer.runtime.generate import MAX_STOP_STRINGS, GenerationRequest, GenerationResult, Sampling
+from turboinfer.serve.batcher import QueueFull
+from turboinfer.serve.generation_metrics import GenerationMetrics
+from turboinfer.serve.http import (
+    ClientGone,
+    classify,
+    deadline_from,
+    log_fault,
+    priority_from,
+    read_body,
+    unless_disconnected,
+)
+from turboinfer.serve.logs import access_info
+from turboinfer.serve.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
+from turboinfer.serve.schema import Fields, parse_object
+
+ROLES = ("system", "developer", "user", "assistant")
+NOT_SUPPORTED = {"logprobs": (None, False), "top_logprobs": (None, 0), "tools": (None, []), "functions": (None, []),
+                 "echo": (None, False), "best_of": (None, 1), "suffix": (None, ""), "logit_bias": (None, {}),
+                 "response_format": (None, {"type": "text"}), "frequency_penalty": (None, 0, 0.0),
+                 "presence_penalty": (None, 0, 0.0)}  # fmt: skip
+"""Request fields this server does not implement → the values that mean "not used" (anything else is a 400)."""
+ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error", 408: "timeout", 413: "invalid_request_error",
+               429: "rate_limit_error", 503: "service_unavailable", 504: "timeout"}  # fmt: skip
+FIELD = re.compile(r"^([a-z_]+)(\[\d+\]|\.[a-z_]+)*\b")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One parsed completion request."""
+
+    model: str
+    chat: bool
+    request: GenerationRequest
+    messages: list[dict[str, str]] | None
+    fit_max_tokens: bool
+    """max_tokens absent: the server's default, or what fits."""
+    stream: bool
+    include_usage: bool
+
+
+def parse_completion(raw: bytes, chat: bool) -> Completion:
+    """A chat or text completion request, every field type-checked (InvalidInput names the field)."""
+    body = parse_object(raw, "request body")
+    model = body.string("model", required=True) or ""
+    for key, allowed in NOT_SUPPORTED.items():
+        if body.value.get(key) not in allowed:
+            raise InvalidInput(f"{key} is not supported by this server")
+    if body.integer("n") not in (None, 1):
+        raise InvalidInput("n must be 1 (one choice per request)")
+    body.string("user")
+    stream = bool(body.boolean("stream"))
+    options = body.object("stream_options")
+    if options is not None and not stream:
+        raise InvalidInput("stream_options is only allowed when stream is true")
+    include_usage = bool(options and options.boolean("include_usage"))
+    given = [k for k in ("max_completion_tokens", "max_tokens") if body.value.get(k) is not None]
+    max_tokens = body.integer(given[0], low=1, high=2**31) if given else 1
+    top_k = body.integer("top_k", low=-1, high=2**31)
+    temperature = body.number("temperature")
+    sampling = Sampling(
+        temperature=1.0 if temperature is None else temperature,
+        top_p=1.0 if body.number("top_p") is None else float(body.value["top_p"]),
+        top_k=0 if top_k in (None, -1) else int(top_k),
+        seed=body.integer("seed", low=-(2**63), high=2**64 - 1),
+    )
+    if not 0 <= sampling.temperature <= 2:
+        raise InvalidInput(f"temperature must be between 0 and 2, got {sampling.temperature:g}")
+    sampling.check()
+    messages = messages_of(body) if chat else None
+    prompt = "" if chat else prompt_of(body)
+    request = GenerationRequest(prompt, max_tokens or 1, sampling, stops_of(body), bool(body.boolean("ignore_eos")))
+    return Completion(model, chat, request, messages, not given, stream, include_usage)
+
+
+def messages_of(body: Fields) -> list[dict[str, str]]:
+    """The chat's messages: role and text content (a string, or an array of text parts)."""
+    messages = body.objects("messages", required=True)
+    if not messages:
+        raise InvalidInput("messages must not be empty")
+    out = []
+    for message in messages:
+        role = message.string("role", required=True)
+        if role not in ROLES:
+            raise InvalidInput(f"{message.where('role')} must be one of {', '.join(ROLES)}, got {role!r}")
+        content = message.value.get("content")
+        if isinstance(content, list):
+            parts = message.objects("content")
+            for part in parts:
+                if part.string("type", required=True) != "text":
+                    raise InvalidInput(f"{part.path}.type must be 'text' (only text content is supported)")
+            text = "".join(part.string("text", required=True) or "" for part in parts)
+        else:
+            text = message.string("content", required=True) or ""
+        out.append({"role": "system" if role == "developer" else role, "content": text})
+    return out
+
+
+def prompt_of(body: Fields) -> str | tuple[int, ...]:
+    """A completion's prompt: a string, an array of one string, or an array of token ids."""
+    value = body.value.get("prompt")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if len(value) != 1:
+            raise InvalidInput("prompt must be one string (this server answers one prompt per request)")
+        value = value[0]
+    if isinstance(value, str):
+        if not value:
+            raise InvalidInput("prompt must not be empty")
+        return value
+    ids = body.integers("prompt", required=True) or []
+    if not ids or any(i < 0 or i >= 2**31 for i in ids):
+        raise InvalidInput("prompt must be a non-empty string or array of non-negative token ids")
+    return tuple(ids)
+
+
+def stops_of(body: Fields) -> tuple[str, ...]:
+    """stop: a string or an array of up to MAX_STOP_STRINGS strings."""
+    value = body.value.get("stop")
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    values = body.array("stop") or []
+    if len(values) > MAX_STOP_STRINGS or not all(isinstance(v, str) for v in values):
+        raise InvalidInput(f"stop must be a string or an array of up to {MAX_STOP_STRINGS} strings")
+    return tuple(values)
+
+
+def openai_error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """OpenAI's error body, with the status code."""
+    return JSONResponse(error_body(status, message), status_code=status, headers=headers)
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """{"error": {message, type, param, code}}; param is the request field a 400 names, when it names one."""
+    named = FIELD.match(message) if status == 400 else None
+    param = named.group(0) if named and " " not in named.group(0) else None
+    code = {404: "model_not_found", 429: "rate_limit_exceeded", 413: "request_too_large"}.get(status)
+    return {"error": {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "param": param,
+                      "code": code}}  # fmt: skip
+
+
+def sse(data: dict[str, Any] | str) -> bytes:
+    """One server-sent event."""
+    return b"data: " + (data.encode() if isinstance(data, str) else orjson.dumps(data)) + b"\n\n"
+
+
+class EventStream(StreamingResponse):
+    """A streaming response that stops (cancelling its iterator) as soon as the client disconnects, whatever the
+    ASGI version: a write to a gone client is dropped silently by uvicorn, so waiting for one to fail is no way
+    to notice."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stream() -> None:
+                await self.stream_response(send)
+                group.cancel_scope.cancel()
+
+            group.start_soon(stream)
+            await self.listen_for_disconnect(receive)
+            group.cancel_scope.cancel()
+
+
+class Limits(Protocol):
+    """The server-wide limits the routes share with the V2 routes (ServeConfig has them)."""
+
+    @property
+    def max_body_bytes(self) -> int: ...
+    @property
+    def body_timeout_s(self) -> float: ...
+    @property
+    def overload_status(self) -> int: ...
+    @property
+    def retry_after_s(self) -> int: ...
+
+
+class OpenAiRoutes:
+    """The routes over the served generators (one scheduler per model name)."""
+
+    def __init__(self, engines: dict[str, tuple[Engine, SchedulerConfig]], registry: CollectorRegistry,
+                 limits: Limits) -> None:  # fmt: skip
+        self.metrics = GenerationMetrics(registry)
+        self.schedulers = {n: GenerationScheduler(n, e, c, self.metrics) for n, (e, c) in engines.items()}
+        self.max_body_bytes, self.body_timeout_s = limits.max_body_bytes, limits.body_timeout_s
+        self.overload_status, self.retry_after_s = limits.overload_status, limits.retry_after_s
+        self.created = int(time.time())
+
+    def routes(self) -> list[Route]:
+        """The Starlette routes."""
+
+        async def chat(request: Request) -> Response:
+            return await self.handle(request, chat=True)
+
+        async def completions(request: Request) -> Response:
+            return await self.handle(request, chat=False)
+
+        return [Route("/v1/chat/completions", chat, methods=["POST"]),
+                Route("/v1/completions", completions, methods=["POST"]),
+                Route("/v1/models", self.models), Route("/health", self.health)]  # fmt: skip
+
+    def ready(self) -> bool:
+        """Every engine warmed up and running."""
+        return all(s.state == "ready" for s in self.schedulers.values())
+
+    def alive(self) -> bool:
+        """No engine loop has died."""
+        return all(s.state != "dead" for s in self.schedulers.values())
+
+    async def health(self, request: Request) -> Response:
+        """200 when every engine is ready; 503 while loading, draining or after an engine died (with why)."""
+        states = {n: {"state": s.state, "reason": s.reason} for n, s in self.schedulers.items()}
+        return JSONResponse({"ready": self.ready(), "models": states}, status_code=200 if self.ready() else 503)
+
+    async def models(self, request: Request) -> Response:
+        """The served LLMs, as OpenAI lists models."""
+        data = [{"id": n, "object": "model", "created": self.created, "owned_by": "turboinfer",
+                 "max_model_len": s.engine.context} for n, s in self.schedulers.items()]  # fmt: skip
+        return JSONResponse({"object": "list", "data": data})
+
+    def scheduler(self, name: str) -> GenerationScheduler:
+        """The scheduler serving a model name; ModelNotFound (404) otherwise."""
+        if name not in self.schedulers:
+            raise ModelNotFound(f"the model {name!r} does not exist; served: {', '.join(self.schedulers)}")
+        return self.schedulers[name]
+
+    def failure(self, err: Exception, request_id: str) -> tuple[str, int, str]:
+        """Outcome, status and message of a failed request (server faults logged)."""
+        status, outcome = classify(err, self.overload_status)
+        return outcome, status, log_fault(err, request_id) if status == 500 else str(err)
+
+    async def handle(self, request: Request, chat: bool) -> Response:
+        """Admit, read and parse the body, queue the request, then answer it whole or as a stream."""
+        start, info = time.perf_counter(), access_info(request)
+        name, outcome, ticket, handed_over = "unknown", "ok", None, False
+        try:
+            if len(self.schedulers) == 1:  # the only model: refuse before reading a body it would not take
+                next(iter(self.schedulers.values())).check_room()
+            raw = await read_body(request, self.max_body_bytes, self.body_timeout_s)
+            completion = parse_completion(raw, chat)
+            scheduler = self.scheduler(completion.model)
+            name = info["model"] = completion.model
+            ticket = scheduler.submit(Ticket(completion.request, asyncio.get_running_loop(), completion.messages,
+                                             completion.fit_max_tokens, priority_from(request),
+                                             deadline_from(request, start)))  # fmt: skip
+            kind, value = await unless_disconnected(request, ticket.next())
+            if kind == "error":
+                raise value
+            rid = f"{'chatcmpl' if chat else 'cmpl'}-{info['id']}"
+            if completion.stream:
+                handed_over = True  # the stream owns the ticket (and its outcome) from here
+                stream = self.stream(completion, scheduler, ticket, rid)
+                return EventStream(stream, media_type="text/event-stream",
+                                   headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})  # fmt: skip
+            result = await unless_disconnected(request, collect(ticket))
+            outcome = result.finish_reason
+            info["tokens"] = result.completion_tokens
+            return JSONResponse(completion_body(completion, rid, result))
+        except ClientGone:
+            outcome = "cancelled"
+            return Response(status_code=499)
+        except Exception as err:  # the one place errors become answers: client mistakes 4xx, the rest 500
+            outcome, status, message = self.failure(err, info["id"])
+            headers = {"Retry-After": str(self.retry_after_s)} if isinstance(err, QueueFull) else None
+            return openai_error(status, message, headers)
+        finally:
+            if not handed_over:
+                if ticket is not None and not ticket.finished:
+                    self.schedulers[name].cancel(ticket)
+                self.metrics.requests.labels(name, outcome).inc()
+
+    async def stream(self, completion: Completion, scheduler: GenerationScheduler, ticket: Ticket,
+                     rid: str) -> AsyncIterator[bytes]:  # fmt: skip
+        """The SSE body of an accepted request; the client going away cancels it in the engine."""
+        outcome = "cancelled"
+        try:
+            yield sse(chunk(completion, rid, {"role": "assistant", "content": ""} if completion.chat else ""))
+            while True:
+                kind, value = await ticket.next()
+                if kind == "text":
+                    yield sse(chunk(completion, rid, {"content": value} if completion.chat else value))
+                elif kind == "done":
+                    outcome = value.finish_reason
+                    yield sse(chunk(completion, rid, {} if completion.chat else "", value.finish_reason))
+                    if completion.include_usage:
+                        yield sse({**envelope(completion, rid, True), "choices": [], "usage": usage(value)})
+                    break
+                else:
+                    outcome, status, message = self.failure(value, rid)
+                    yield sse(error_body(status, message))
+                    break
+            yield sse("[DONE]")
+        finally:
+            if not ticket.finished:
+                scheduler.cancel(ticket)
+            self.metrics.requests.labels(completion.model, outcome).inc()
+
+
+async def collect(ticket: Ticket) -> GenerationResult:
+    """Wait for a ticket's result (its text pieces are in the result too)."""
+    while True:
+        kind, value = await ticket.next()
+        if kind == "done":
+            return value
+        if kind == "error":
+            raise value
+
+
+def envelope(completion: Completion, rid: str, streaming: bool) -> dict[str, Any]:
+    """The fields every response and chunk starts with."""
+    kind = "chat.completion" if completion.chat else "text_completion"
+    return {"id": rid, "object": f"{kind}.chunk" if streaming and completion.chat else kind,
+            "created": int(time.time()), "model": completion.model}  # fmt: skip
+
+
+def chunk(completion: Completion, rid: str, delta: dict[str, str] | str, finish: str | None = None) -> dict[str, Any]:
+    """One streamed chunk: a chat delta or a piece of completion text."""
+    choice: dict[str, Any] = {"index": 0, "delta": delta} if completion.chat else {"index": 0, "text": delta}
+    return {**envelope(completion, rid, True), "choices": [{**choice, "logprobs": None, "finish_reason": finish}]}
+
+
+def usage(result: GenerationResult) -> dict[str, int]:
+    """Token counts of a finished request."""
+    return {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "total_tokens": result.prompt_tokens + result.completion_tokens}  # fmt: skip
+
+
+def completion_body(completion: Completion, rid: str, result: GenerationResult) -> dict[str, Any]:
+    """The whole answer of a request that did not stream."""
+    choice: dict[str, Any] = (
+        {"message": {"role": "assistant", "content": result.text}} if completion.chat else {"text": result.text}
+    )
+    choices = [{"index": 0, **choice, "logprobs": None, "finish_reason": result.finish_reason}]
+    return {**envelope(completion, rid, False), "choices": choices, "usage": usage(result)}

@@ -1,0 +1,280 @@
+"""The LLM scheduler: one thread owns a generator engine and runs its loop. Requests wait in a bounded priority
+queue, join the running batch between engine steps (continuous batching; the engine chunks long prefills) and
+leave it when they finish, pass their deadline or lose their client (cancelled within one step). Text streams
+back to each request's event loop as it becomes final. If the engine fails a step, every request in it gets an
+error and the scheduler reports itself dead, so health checks turn red instead of the process staying green."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from turboinfer.core.errors import InvalidInput, TurboinferError
+from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.generation_metrics import GenerationMetrics
+from turboinfer.serve.prefix import PrefixBook
+
+log = logging.getLogger("turboinfer.serve")
+State = Literal["loading", "ready", "dead", "stopped"]
+WARM_UP = GenerationRequest("Hello", max_tokens=4, ignore_eos=True)
+
+
+class EngineStopped(TurboinferError):
+    """The engine loop has died; requests are refused (503) until the process is restarted."""
+
+
+class Engine(Protocol):
+    """What the scheduler drives: requests added, stepped together, collected or cancelled."""
+
+    engine: str
+    context: int
+
+    def tokenize(self, text: str) -> list[int]: ...
+    def chat(self, messages: list[dict[str, str]]) -> str: ...
+    def add(self, request: GenerationRequest, on_text: OnText | None = None) -> int: ...
+    def step(self) -> list[int]: ...
+    def result(self, key: int) -> GenerationResult: ...
+    def cancel(self, key: int) -> None: ...
+    def cache_usage(self) -> float: ...
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """How many streams run at once, how many may wait, and the limits of one request."""
+
+    max_running: int = 16
+    """Streams in the engine's batch at once; more wait in the queue."""
+    queue_size: int = 64
+    """Requests waiting for a slot; beyond this, refused at once (429 or 503)."""
+    max_new_tokens: int = 2048
+    """The most tokens one request may ask for."""
+    default_max_tokens: int = 512
+    """Tokens generated when a request does not say (or fewer, to fit the context)."""
+    kv_tokens: int = 0
+    """Tokens the KV cache holds in all (0: unknown); a request that alone would not fit is refused."""
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One request from arrival to its last event. Events reach the request's event loop in order: ("accepted",
+    None), ("text", piece)…, then ("done", GenerationResult) or ("error", exception)."""
+
+    request: GenerationRequest
+    loop: asyncio.AbstractEventLoop
+    messages: list[dict[str, str]] | None = None
+    """A chat: the prompt is rendered by the model's template in the engine thread."""
+    fit_max_tokens: bool = False
+    """max_tokens was not given: generate the default, or what still fits the context."""
+    priority: int = 0
+    deadline: float | None = None
+    arrived: float = field(default_factory=time.perf_counter)
+    events: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
+    key: int | None = None
+    admitted: float | None = None
+    prompt_tokens: int = 0
+    finished: bool = False
+    cancelled: bool = False
+
+    def post(self, kind: str, value: Any = None) -> None:
+        """Hand one event to the request's event loop (from any thread); dropped once the loop is closed."""
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
+
+    def text(self, piece: str) -> None:
+        """The engine's streaming callback: a final piece of text."""
+        self.post("text", piece)
+
+    async def next(self) -> tuple[str, Any]:
+        """The next event."""
+        return await self.events.get()
+
+
+class GenerationScheduler:
+    """Runs one engine in a thread of its own; `submit` and `cancel` are called from the event loop."""
+
+    def __init__(self, name: str, engine: Engine, config: SchedulerConfig, metrics: GenerationMetrics) -> None:
+        self.name, self.engine, self.config, self.metrics = name, engine, config, metrics
+        self.state: State = "loading"
+        self.reason = "loading and warming up"
+        self._cond = threading.Condition()
+        self._waiting: list[tuple[int, int, Ticket]] = []
+        self._order = itertools.count()
+        self._cancels: list[Ticket] = []
+        self._running: dict[int, Ticket] = {}
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=f"engine-{name}", daemon=True)
+        self.prefixes = PrefixBook(max_tokens=max(config.kv_tokens, 65536))
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued for a slot."""
+        return len(self._waiting)
+
+    @property
+    def running(self) -> int:
+        """Requests in the engine's batch."""
+        return len(self._running)
+
+    def start(self) -> None:
+        """Start the engine thread: a warm-up generation, then ready."""
+        self._thread.start()
+
+    def check_room(self) -> None:
+        """Refuse at once (before a body is read) when the queue is full, the engine died or the server drains."""
+        if self.state == "dead":
+            raise EngineStopped(f"the {self.name} engine has stopped: {self.reason}")
+        if self._stopping:
+            raise ShuttingDown("the server is shutting down")
+        if self.waiting >= self.config.queue_size:
+            raise QueueFull(f"queue full ({self.config.queue_size} requests waiting for one of "
+                            f"{self.config.max_running} streams)")  # fmt: skip
+
+    def submit(self, ticket: Ticket) -> Ticket:
+        """Queue a ticket for the engine (its events follow on its loop)."""
+        if ticket.request.max_tokens > self.config.max_new_tokens:
+            raise InvalidInput(f"max_tokens must be at most {self.config.max_new_tokens}, "
+                               f"got {ticket.request.max_tokens}")  # fmt: skip
+        with self._cond:
+            self.check_room()
+            heapq.heappush(self._waiting, (ticket.priority, next(self._order), ticket))
+            self._cond.notify()
+        return ticket
+
+    def cancel(self, ticket: Ticket) -> None:
+        """Drop a ticket whose client is gone: out of the queue, or out of the engine at its next step."""
+        with self._cond:
+            if not ticket.finished and not ticket.cancelled:
+                ticket.cancelled = True
+                self._cancels.append(ticket)
+                self._cond.notify()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Finish what was accepted (running and waiting), then end the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        if self.state != "dead":
+            self.state, self.reason = "stopped", "stopped"
+
+    def _run(self) -> None:
+        try:
+            self._generate_once(WARM_UP)
+            self.state, self.reason = "ready", ""
+            log.info("%s ready (%s)", self.name, self.engine.engine)
+            while self._work():
+                pass
+        except Exception as err:  # the engine (or this loop) broke: fail everything, turn unhealthy
+            self._die(err)
+
+    def _generate_once(self, request: GenerationRequest) -> None:
+        key = self.engine.add(request)
+        while key not in self.engine.step():
+            pass
+        self.engine.result(key)
+
+    def _work(self) -> bool:
+        """One round: cancellations, expired deadlines, admissions, one engine step. False once drained."""
+        with self._cond:
+            while not (self._cancels or self._waiting or self._running or self._stopping):
+                self._cond.wait()
+            if self._stopping and not self._waiting and not self._running:
+                return False
+            cancels, self._cancels = self._cancels, []
+        for ticket in cancels:
+            self._drop(ticket)
+        self._expire(time.perf_counter())
+        self._admit()
+        if self._running:
+            for key in self.engine.step():
+                self._finish(key)
+        self.metrics.gauges(self.name, self.running, self.waiting, self.engine.cache_usage())
+        return True
+
+    def _drop(self, ticket: Ticket) -> None:
+        if ticket.key is not None and self._running.pop(ticket.key, None) is not None:
+            self.engine.cancel(ticket.key)
+        ticket.finished = True
+
+    def _expire(self, now: float) -> None:
+        for key, ticket in list(self._running.items()):
+            if ticket.deadline is not None and now > ticket.deadline:
+                self.engine.cancel(key)
+                del self._running[key]
+                self._fail(ticket, DeadlineExceeded("the request's deadline passed while it was generating"))
+
+    def _admit(self) -> None:
+        while len(self._running) < self.config.max_running:
+            with self._cond:
+                if not self._waiting:
+                    return
+                ticket = heapq.heappop(self._waiting)[2]
+            if ticket.cancelled:
+                ticket.finished = True
+                continue
+            if ticket.deadline is not None and time.perf_counter() > ticket.deadline:
+                self._fail(ticket, DeadlineExceeded("the request's deadline passed while it waited in the queue"))
+                continue
+            try:
+                request = self._prepare(ticket)
+                ticket.key = self.engine.add(request, ticket.text)
+            except InvalidInput as err:
+                self._fail(ticket, err)
+                continue
+            ticket.admitted = time.perf_counter()
+            self._running[ticket.key] = ticket
+            self.metrics.queue_time.labels(self.name).observe(ticket.admitted - ticket.arrived)
+            ticket.post("accepted")
+
+    def _prepare(self, ticket: Ticket) -> GenerationRequest:
+        """The request as the engine gets it: the chat rendered, the prompt tokenized, max_tokens fitted."""
+        request = ticket.request
+        prompt = self.engine.chat(ticket.messages) if ticket.messages is not None else request.prompt
+        ids = tuple(self.engine.tokenize(prompt)) if isinstance(prompt, str) else tuple(prompt)
+        if not ids:
+            raise InvalidInput("the prompt is empty")
+        room = self.engine.context - len(ids)
+        if self.config.kv_tokens:
+            room = min(room, self.config.kv_tokens - len(ids))
+        tokens = min(self.config.default_max_tokens, room) if ticket.fit_max_tokens else request.max_tokens
+        if room < 1 or tokens > room:
+            limit = min(self.engine.context, self.config.kv_tokens or self.engine.context)
+            raise InvalidInput(f"the prompt is {len(ids)} tokens and max_tokens {tokens}: more than the "
+                               f"{limit} tokens one request can hold")  # fmt: skip
+        ticket.prompt_tokens = len(ids)
+        self.metrics.prefix(self.name, len(ids), self.prefixes.observe(ids))
+        return replace(request, prompt=ids, max_tokens=tokens)
+
+    def _finish(self, key: int) -> None:
+        ticket = self._running.pop(key, None)
+        result = self.engine.result(key)
+        if ticket is None:
+            return
+        ticket.finished = True
+        assert ticket.admitted is not None
+        self.metrics.finished(self.name, result, ticket.admitted - ticket.arrived)
+        ticket.post("done", result)
+
+    def _fail(self, ticket: Ticket, err: Exception) -> None:
+        ticket.finished = True
+        ticket.post("error", err)
+
+    def _die(self, err: Exception) -> None:
+        log.error("the %s engine loop died; refusing requests", self.name, exc_info=err)
+        self.state, self.reason = "dead", f"{type(err).__name__}: {str(err)[:200]}"
+        with self._cond:
+            tickets = [t for _, _, t in self._waiting] + list(self._running.values())
+            self._waiting.clear()
+            self._running.clear()
+        for ticket in tickets:
+            self._fail(ticket, EngineStopped(f"the {self.name} engine has stopped: {self.reason}"))

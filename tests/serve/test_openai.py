@@ -343,3 +343,25 @@ def health_ok(base: str) -> bool:
         return call(f"{base}/health")[0] == 200
     except (urllib.error.URLError, ConnectionError):
         return False
+
+
+def test_the_load_generator_measures_a_server_as_vllm_defines_it(llm, tmp_path):
+    from typer.testing import CliRunner
+
+    from turboinfer.bench.history import connect
+    from turboinfer.cli.main import app
+
+    out, store = tmp_path / "load.json", tmp_path / "history.db"
+    result = CliRunner().invoke(app, ["bench", "--openai", llm[0], "--concurrency", "2", "--rate", "4", "--requests",
+                                      "4", "--max-tokens", "6", "--prompt-tokens", "40", "--json", str(out),
+                                      "--html", str(tmp_path / "load.html"), "--history", str(store)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    closed, opened = json.loads(out.read_text())["steps"]
+    for step in (closed, opened):
+        assert step["completed"] == 4 and step["failed"] == 0
+        assert step["output_throughput"] == pytest.approx(4 * 6 / step["duration_s"])  # ignore_eos: 6 tokens each
+        assert 0 < step["ttft_ms"]["median"] <= step["e2el_ms"]["median"] and step["tpot_ms"]["median"] > 0
+    assert (closed["mode"], closed["level"], opened["mode"], opened["level"]) == ("closed", 2, "open", 4)
+    assert "throughput vs latency" in (tmp_path / "load.html").read_text()
+    with connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2

@@ -3,10 +3,11 @@ MODEL@ENGINE or a .generator.json): parse, call one library function, render."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
-from turboinfer.bench import history
+from turboinfer.bench import history, openai_load
 from turboinfer.bench.generation import ab_generators, history_row, verdict
 from turboinfer.cli import render_llm
 from turboinfer.cli.options import settings
@@ -15,7 +16,7 @@ from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
 from turboinfer.models.llm import open_generator, parse_generator
 from turboinfer.optimize.generation import GenBudget, GenPlan, optimize_generator, quick, save
 from turboinfer.profile.generation import GenProfileRequest, profile_generator
-from turboinfer.report.html import generation_html
+from turboinfer.report.html import generation_html, openai_load_html
 
 
 def profile_llm(model: str, threads: int, quick_run: bool, json_path: Path | None, html_path: Path | None) -> None:
@@ -72,3 +73,22 @@ def optimize_llm(model: str, quick_run: bool, out: Path, agreement: float, perpl
     render_llm.generation_optimize(result)
     for path in files.values():
         render_llm.console.print(f"wrote {path}")
+
+
+def bench_openai(load: openai_load.OpenAiLoad, levels: list[tuple[str, float]], requests: int, store: Path | None,
+                 json_path: Path | None, html_path: Path | None) -> None:  # fmt: skip
+    """`turboinfer bench --openai URL`: each concurrency (closed loop) and rate (open loop) in turn."""
+    runs = []
+    for mode, level in levels:
+        step = openai_load.closed_loop(load, int(level), requests) if mode == "closed" else \
+            openai_load.open_loop(load, level, requests)  # fmt: skip
+        runs.append(asyncio.run(step))
+        render_llm.openai_step(runs[-1].summary())
+        if store is not None:
+            row = openai_load.history_row(runs[-1], load.model or "served", load.url)
+            history.record(store, row, environment_capsule())
+    data = {"url": load.url, "load": load.__dict__, "steps": [r.summary() for r in runs]}
+    if json_path:
+        render_llm.write_json(json_path, data)
+    if html_path:
+        render_llm.write_text(html_path, openai_load_html(data))

@@ -11,13 +11,15 @@ import typer
 from turboinfer.bench import history
 from turboinfer.bench.ab import BenchConfig
 from turboinfer.bench.decode import compare_decoders, default_cases, folder_cases
+from turboinfer.bench.openai_load import OpenAiLoad
 from turboinfer.bench.run import LoadRequest, run_bench, run_load
 from turboinfer.cli import render
 from turboinfer.cli.card import card
-from turboinfer.cli.llm import bench_llm, optimize_llm, profile_llm
+from turboinfer.cli.llm import bench_llm, bench_openai, optimize_llm, profile_llm
 from turboinfer.cli.options import (
     JsonOption,
     TokenizerOption,
+    float_list,
     int_list,
     settings,
 )
@@ -167,20 +169,46 @@ def bench(
     baseline: Annotated[int | None, typer.Option(help="History run id to compare against (regression gate).")] = None,
     fail_if_slower: Annotated[str, typer.Option(help="Gate threshold, e.g. 5%.")] = "5%",
     http: Annotated[str | None, typer.Option(help="Load-test this URL instead of a local model.")] = None,
-    rate: Annotated[float | None, typer.Option(help="Open loop: requests/s.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Closed loop: concurrent clients.")] = None,
+    openai_url: Annotated[
+        str | None, typer.Option("--openai", help="Load-test an OpenAI-compatible server (streamed completions).")
+    ] = None,
+    rate: Annotated[str | None, typer.Option(help="Open loop: requests/s (--openai: a list, e.g. 0.5,1,2).")] = None,
+    concurrency: Annotated[
+        str | None, typer.Option(help="Closed loop: concurrent clients (--openai: a list, e.g. 1,4,16).")
+    ] = None,
     p99_target: Annotated[float | None, typer.Option(help="Rate sweep: highest rate with p99 under this, ms.")] = None,
     body: Annotated[str, typer.Option(help="image, v2-json or v2-binary (V2 bodies follow MODEL's inputs).")] = "image",
+    requests: Annotated[int, typer.Option(min=1, help="--openai: requests per step.")] = 32,
+    max_tokens: Annotated[int, typer.Option(min=1, help="--openai: tokens generated per request.")] = 128,
+    prompt_tokens: Annotated[int, typer.Option(min=1, help="--openai: prompt length, tokens (about).")] = 200,
+    shared_prefix: Annotated[int, typer.Option(min=0, help="--openai: tokens of a shared system prompt.")] = 0,
+    completions: Annotated[bool, typer.Option(help="--openai: /v1/completions instead of chat.")] = False,
+    ttft_target_ms: Annotated[float, typer.Option(help="--openai goodput: TTFT target, ms.")] = 1000.0,
+    tpot_target_ms: Annotated[float, typer.Option(help="--openai goodput: TPOT target, ms.")] = 100.0,
+    html_path: Annotated[Path | None, typer.Option("--html", help="--openai: an HTML report here.")] = None,
     json_path: JsonOption = None,
 ) -> None:
-    """Rigorous latency of a model, an interleaved A/B with a verdict, or HTTP load (open/closed loop, sweep)."""
+    """Rigorous latency of a model, an interleaved A/B with a verdict, HTTP load (open/closed loop, sweep), or an
+    OpenAI-compatible server under streamed load (--openai)."""
     env = settings()
+    if openai_url:
+        streamed = OpenAiLoad(openai_url, model or "", prompt_tokens, max_tokens, not completions, shared_prefix,
+                              ttft_target_s=ttft_target_ms / 1000, tpot_target_s=tpot_target_ms / 1000)  # fmt: skip
+        levels = [("closed", float(c)) for c in int_list(concurrency or "1", "--concurrency")] + [
+            ("open", r) for r in float_list(rate or "", "--rate")]  # fmt: skip
+        bench_openai(streamed, levels, requests, None if no_history else (history_path or env.history_path),
+                     json_path, html_path)  # fmt: skip
+        return
     if http:
         if body not in ("image", "v2-json", "v2-binary"):
             raise typer.BadParameter("choose image, v2-json or v2-binary", param_hint="--body")
         variant = parse_variant(model, env, backend) if model else None
         target = p99_target / 1000 if p99_target else None
-        load = LoadRequest(http, body, rate, concurrency, target, duration, variant)  # type: ignore[arg-type]
+        rates, clients = float_list(rate or "", "--rate"), int_list(concurrency, "--concurrency") if concurrency else ()
+        if len(rates) > 1 or len(clients) > 1:
+            raise typer.BadParameter("--http takes one --rate or one --concurrency", param_hint="--rate")
+        load = LoadRequest(http, body, rates[0] if rates else None, clients[0] if clients else None,  # type: ignore[arg-type]
+                           target, duration, variant)  # fmt: skip
         results, best = run_load(load, env)
         render.load_results(results, best, target)
         if json_path:

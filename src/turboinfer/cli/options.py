@@ -41,3 +41,14 @@ def int_list(text: str, option: str) -> tuple[int, ...]:
     if not values or min(values) < 1:
         raise typer.BadParameter("expected positive integers", param_hint=option)
     return values
+
+
+def float_list(text: str, option: str) -> tuple[float, ...]:
+    """Parse "0.5,1,2" into (0.5, 1.0, 2.0) ("" → ()); a clear error for anything else."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated numbers, got {text!r}", param_hint=option) from None
+    if values and min(values) <= 0:
+        raise typer.BadParameter("expected positive numbers", param_hint=option)
+    return values

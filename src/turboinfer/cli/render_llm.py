@@ -91,3 +91,16 @@ def generation_optimize(result: GenResult) -> None:
                       f"{f['perplexity_ratio']:.3f}" if "perplexity_ratio" in f else "—", escape(o.reason))  # fmt: skip
     console.print(table)
     console.print(f"[bold]chosen:[/] {escape(result.chosen.variant.label)} — {escape(result.chosen.reason)}")
+
+
+def openai_step(s: dict[str, Any]) -> None:
+    """One load step against an OpenAI-compatible server, on one line."""
+    unit = "streams" if s["mode"] == "closed" else "req/s"
+    errors = f", errors {s['errors']}" if s["failed"] else ""
+    console.print(
+        f"{s['level']:g} {unit}: {s['completed']} done, {s['failed']} failed{errors}; output "
+        f"{s['output_throughput']:.1f} tok/s, {s['request_throughput']:.2f} req/s, goodput {s['goodput']:.2f} req/s; "
+        f"TTFT p50 {s['ttft_ms']['median']:.0f} / p99 {s['ttft_ms']['p99']:.0f} ms, TPOT p50 "
+        f"{s['tpot_ms']['median']:.1f} / p99 {s['tpot_ms']['p99']:.1f} ms, ITL p99 {s['itl_ms']['p99']:.1f} ms",
+        highlight=False,
+    )

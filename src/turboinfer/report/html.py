@@ -304,3 +304,24 @@ def generation_html(data: dict[str, Any]) -> str:
 <h2>Recommendations</h2>{recs}
 {image(prefill, "prefill")}{image(decode, "decode")}{image(streams, "streams")}
 </body></html>"""
+
+
+def openai_load_html(data: dict[str, Any]) -> str:
+    """A load run against an OpenAI-compatible server: throughput against latency, per step."""
+    steps = data["steps"]
+    rows = [[f"{s['mode']} {s['level']:g}", s["completed"], s["failed"], f"{s['output_throughput']:.1f}",
+             f"{s['goodput']:.2f}", f"{s['ttft_ms']['median']:.0f}", f"{s['ttft_ms']['p99']:.0f}",
+             f"{s['tpot_ms']['median']:.1f}", f"{s['tpot_ms']['p99']:.1f}", f"{s['itl_ms']['p99']:.1f}"]
+            for s in steps]  # fmt: skip
+    headers = ["step", "done", "failed", "output tok/s", "goodput req/s", "TTFT p50 ms", "TTFT p99 ms",
+               "TPOT p50 ms", "TPOT p99 ms", "ITL p99 ms"]  # fmt: skip
+    plot = plots.curve([s["output_throughput"] for s in steps], [s["tpot_ms"]["p99"] for s in steps],
+                       "output tok/s", "TPOT p99, ms", "throughput vs latency")  # fmt: skip
+    url = html.escape(str(data["url"]))
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>turboinfer load: {url}</title>
+<style>{STYLE}</style></head><body>
+<h1>Load on {url}</h1>
+<p class=muted>{html.escape(json.dumps(data["load"]))}</p>
+{table(headers, rows)}
+{image(plot, "throughput vs latency")}
+</body></html>"""

@@ -365,3 +365,40 @@ def test_the_load_generator_measures_a_server_as_vllm_defines_it(llm, tmp_path):
     assert "throughput vs latency" in (tmp_path / "load.html").read_text()
     with connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+
+
+@pytest.fixture(scope="module")
+def ort_int8(settings):
+    from turboinfer.models.llm import GeneratorVariant, open_generator
+    from turboinfer.serve.interleave import Interleaved
+
+    return Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings))
+
+
+@pytest.mark.parametrize("mode", ["shadow", "canary"])
+def test_a_shadow_measures_greedy_agreement_and_a_canary_takes_its_share(spare, ort_int8, mode):
+    from turboinfer.serve.traffic import SplitConfig
+
+    split = SplitConfig(mode, share=1.0)
+    server = Server({}, CONFIG, generators={MODEL: (spare, LIMITS)}, generator_splits={MODEL: (ort_int8, LIMITS,
+                                                                                               split)})  # fmt: skip
+    with running(server) as base:
+        wait_healthy(base)
+        for prompt in ("1, 2, 3, 4,", "a, b, c, d,", "Monday, Tuesday,"):
+            assert call(f"{base}/v1/completions", {"model": MODEL, "prompt": prompt, "max_tokens": 6,
+                                                   "temperature": 0})[0] == 200  # fmt: skip
+        assert call(f"{base}/v1/chat/completions", chat(max_tokens=4, temperature=0.8))[0] == 200
+        label = f'{{model="{MODEL}"'
+
+        def text() -> str:
+            return str(urllib.request.urlopen(f"{base}/metrics").read().decode())
+
+        if mode == "shadow":
+            wait_for(lambda: metric(text(), f'turboinfer_llm_shadow_requests_total{label},outcome="compared"}}') == 3)
+            body = text()
+            assert metric(body, f'turboinfer_llm_shadow_requests_total{label},outcome="skipped"}}') == 1  # sampled
+            assert metric(body, f"turboinfer_llm_shadow_agreement_count{label}}}") == 3
+            assert metric(body, f"turboinfer_llm_shadow_agreement_sum{label}}}") >= 2  # decisive prompts agree
+            assert metric(body, f'turboinfer_llm_variant_requests_total{label},variant="primary"}}') == 4
+        else:
+            assert metric(text(), f'turboinfer_llm_variant_requests_total{label},variant="canary"}}') == 4

@@ -44,6 +44,8 @@ class OpenAiLoad:
     timeout_s: float = 600.0
     ttft_target_s: float = 1.0
     tpot_target_s: float = 0.1
+    seed: int = field(default_factory=lambda: time.time_ns() % 2**31)
+    """Picks the prompts; new per run by default, so that a rerun does not find its prompts in a server's cache."""
 
     @property
     def base(self) -> str:
@@ -156,6 +158,8 @@ class LoadRun:
     records: list[Record] = field(repr=False)
     ttft_target_s: float = 1.0
     tpot_target_s: float = 0.1
+    seed: int = field(default_factory=lambda: time.time_ns() % 2**31)
+    """Picks the prompts; new per run by default, so that a rerun does not find its prompts in a server's cache."""
 
     def summary(self) -> dict[str, Any]:
         """vLLM bench-serve style metrics (milliseconds, tokens/s), errors by status."""
@@ -193,13 +197,13 @@ async def served_model(http: aiohttp.ClientSession, load: OpenAiLoad) -> str:
         raise InvalidInput(f"cannot list the models at {load.base}/models: {err}") from None
 
 
-async def closed_loop(load: OpenAiLoad, concurrency: int, requests: int, seed: int = 0) -> LoadRun:
+async def closed_loop(load: OpenAiLoad, concurrency: int, requests: int, step: int = 0) -> LoadRun:
     """`concurrency` clients, each sending its next request when the last one ends, `requests` in all."""
     if concurrency < 1 or requests < 1:
         raise InvalidInput("closed loop needs concurrency >= 1 and requests >= 1")
     async with session(load, concurrency) as http:
         model, system = await served_model(http, load), system_prompt(load)
-        bodies = [request_body(load, model, p, system) for p in prompts(load, requests, seed)]
+        bodies = [request_body(load, model, p, system) for p in prompts(load, requests, load.seed + step)]
         records: list[Record] = []
         begin = time.perf_counter()
 
@@ -212,16 +216,17 @@ async def closed_loop(load: OpenAiLoad, concurrency: int, requests: int, seed: i
     return LoadRun("closed", concurrency, elapsed, records, load.ttft_target_s, load.tpot_target_s)
 
 
-async def open_loop(load: OpenAiLoad, rate: float, requests: int, seed: int = 0) -> LoadRun:
+async def open_loop(load: OpenAiLoad, rate: float, requests: int, step: int = 0) -> LoadRun:
     """Poisson arrivals at `rate` requests/s, whatever the answers; timings from each intended send time."""
     if rate <= 0 or requests < 1:
         raise InvalidInput("open loop needs a positive rate and requests >= 1")
     async with session(load, 4096) as http:
         model, system = await served_model(http, load), system_prompt(load)
-        bodies = [request_body(load, model, p, system) for p in prompts(load, requests, seed)]
+        bodies = [request_body(load, model, p, system) for p in prompts(load, requests, load.seed + step)]
         begin = time.perf_counter()
         tasks = []
-        for body, offset in zip(bodies, arrival_times(rate, requests / rate, "poisson", seed), strict=False):
+        times = arrival_times(rate, requests / rate, "poisson", load.seed + step)
+        for body, offset in zip(bodies, times, strict=False):
             delay = begin + offset - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -232,8 +237,9 @@ async def open_loop(load: OpenAiLoad, rate: float, requests: int, seed: int = 0)
 
 
 def session(load: OpenAiLoad, connections: int) -> aiohttp.ClientSession:
-    """A client with a pool sized for the load."""
-    connector = aiohttp.TCPConnector(limit=connections)
+    """A client with a pool sized for the load and a fresh connection per request: reusing a kept-alive one races
+    with servers that close idle connections (llama.cpp's dropped a third of the requests that way)."""
+    connector = aiohttp.TCPConnector(limit=connections, force_close=True)
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=load.timeout_s))
 
 

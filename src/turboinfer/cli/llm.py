@@ -79,9 +79,9 @@ def bench_openai(load: openai_load.OpenAiLoad, levels: list[tuple[str, float]], 
                  json_path: Path | None, html_path: Path | None) -> None:  # fmt: skip
     """`turboinfer bench --openai URL`: each concurrency (closed loop) and rate (open loop) in turn."""
     runs = []
-    for mode, level in levels:
-        step = openai_load.closed_loop(load, int(level), requests) if mode == "closed" else \
-            openai_load.open_loop(load, level, requests)  # fmt: skip
+    for i, (mode, level) in enumerate(levels):
+        step = openai_load.closed_loop(load, int(level), requests, i) if mode == "closed" else \
+            openai_load.open_loop(load, level, requests, i)  # fmt: skip
         runs.append(asyncio.run(step))
         render_llm.openai_step(runs[-1].summary())
         if store is not None:

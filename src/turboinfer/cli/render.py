@@ -277,7 +277,9 @@ def serving(host: str, port: int, served: list[ModelServing], llms: Sequence[Llm
     if labels:
         console.print(f"serving {', '.join(labels)} on http://{host}:{port} (KServe V2 under /v2, metrics at /metrics)")
     for llm in llms:
-        console.print(f"serving {llm.name} ({llm.engine.engine}) on http://{host}:{port}/v1 (OpenAI API; /health)")
+        second = f" + {llm.split.mode} {llm.second.engine.engine}" if llm.second and llm.split else ""
+        console.print(f"serving {llm.name} ({llm.engine.engine}{second}) on http://{host}:{port}/v1 (OpenAI API; "
+                      "/health)")  # fmt: skip
         console.print(f"  {llm.kv_plan}", highlight=False)
 
 

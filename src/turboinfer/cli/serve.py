@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,7 @@ from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.repository import model_serving, read_config, repository
 from turboinfer.serve.run import build_server, llm_serving, run_app
 from turboinfer.serve.scheduler import SchedulerConfig
+from turboinfer.serve.traffic import SplitConfig
 
 
 def serve(
@@ -71,10 +73,15 @@ def serve(
     env = settings()
     sizes = int_list(preferred, "--preferred") if preferred else ()
     batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue, instances, sizes, seq_bucket)
+    llm_first = is_llm(models[0])  # --canary / --shadow belong to the first model named
     llm_names = [m for m in models if is_llm(m)]
     models = [m for m in models if not is_llm(m)]
     limits = SchedulerConfig(streams, queue, max_new_tokens)
     llms = [llm_serving(m, env, limits, threads, kv_cache_gb, max_batched_tokens) for m in llm_names]
+    if llm_first and (canary or shadow):
+        second = llm_serving(canary or shadow or "", env, limits, threads, kv_cache_gb, max_batched_tokens)
+        llms[0] = replace(llms[0], second=second, split=SplitConfig("canary" if canary else "shadow", canary_share))
+        canary = shadow = None
     folder = Path(models[0]) if models else Path()
     if not models:
         served = []

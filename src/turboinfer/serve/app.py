@@ -147,6 +147,7 @@ class Server:
         splits: dict[str, tuple[ModelCard, Session, SplitConfig]] | None = None,
         batching: dict[str, BatcherConfig] | None = None,
         generators: dict[str, tuple[Engine, SchedulerConfig]] | None = None,
+        generator_splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] | None = None,
     ) -> None:  # fmt: skip
         self.config = config
         self.metrics = ServerMetrics()
@@ -156,7 +157,7 @@ class Server:
         self.batching = batching or {}
         """Per-model batching; models not named use config.batcher."""
         self.models: dict[str, ServedModel] = {}
-        self.llm = OpenAiRoutes(generators, self.metrics.registry, config) if generators else None
+        self.llm = OpenAiRoutes(generators, self.metrics.registry, config, generator_splits) if generators else None
         """The OpenAI routes over the served LLMs (their engines warm up in the background after the start)."""
 
     async def runner(
@@ -197,7 +198,7 @@ class Server:
                 model.batchers.append(other_batcher)
                 model.split = TrafficSplit(name, card.task, batcher, other_batcher, split, self.metrics)
             self.models[name] = model
-        for scheduler in self.llm.schedulers.values() if self.llm else ():
+        for scheduler in self.llm.every_scheduler() if self.llm else ():
             scheduler.start()
         self.ready = True
 
@@ -206,8 +207,8 @@ class Server:
         self.ready = False
         await asyncio.gather(*(m.split.drain() for m in self.models.values() if m.split))
         await asyncio.gather(*(b.stop() for m in self.models.values() for b in m.batchers))
-        for scheduler in self.llm.schedulers.values() if self.llm else ():
-            await asyncio.to_thread(scheduler.stop)
+        if self.llm:
+            await self.llm.drain()
         for model in self.models.values():
             model.health.stop()
             for worker in model.workers:

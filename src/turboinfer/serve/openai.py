@@ -25,6 +25,7 @@ from turboinfer.core.errors import InvalidInput, ModelNotFound
 from turboinfer.runtime.generate import MAX_STOP_STRINGS, GenerationRequest, GenerationResult, Sampling
 from turboinfer.serve.batcher import QueueFull
 from turboinfer.serve.generation_metrics import GenerationMetrics
+from turboinfer.serve.generation_split import GenerationSplit
 from turboinfer.serve.http import (
     ClientGone,
     classify,
@@ -37,6 +38,7 @@ from turboinfer.serve.http import (
 from turboinfer.serve.logs import access_info
 from turboinfer.serve.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
 from turboinfer.serve.schema import Fields, parse_object
+from turboinfer.serve.traffic import SplitConfig
 
 ROLES = ("system", "developer", "user", "assistant")
 NOT_SUPPORTED = {"logprobs": (None, False), "top_logprobs": (None, 0), "tools": (None, []), "functions": (None, []),
@@ -203,9 +205,14 @@ class OpenAiRoutes:
     """The routes over the served generators (one scheduler per model name)."""
 
     def __init__(self, engines: dict[str, tuple[Engine, SchedulerConfig]], registry: CollectorRegistry,
-                 limits: Limits) -> None:  # fmt: skip
+                 limits: Limits, splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] | None = None,
+                 ) -> None:  # fmt: skip
         self.metrics = GenerationMetrics(registry)
         self.schedulers = {n: GenerationScheduler(n, e, c, self.metrics) for n, (e, c) in engines.items()}
+        self.splits = {
+            n: GenerationSplit(n, self.schedulers[n], GenerationScheduler(f"{n}:{s.mode}", e, c, self.metrics), s,
+                               registry) for n, (e, c, s) in (splits or {}).items()
+        }  # fmt: skip
         self.max_body_bytes, self.body_timeout_s = limits.max_body_bytes, limits.body_timeout_s
         self.overload_status, self.retry_after_s = limits.overload_status, limits.retry_after_s
         self.created = int(time.time())
@@ -223,17 +230,27 @@ class OpenAiRoutes:
                 Route("/v1/completions", completions, methods=["POST"]),
                 Route("/v1/models", self.models), Route("/health", self.health)]  # fmt: skip
 
+    def every_scheduler(self) -> list[GenerationScheduler]:
+        """The served models' schedulers and their canaries' or shadows'."""
+        return [*self.schedulers.values(), *(split.second for split in self.splits.values())]
+
     def ready(self) -> bool:
         """Every engine warmed up and running."""
-        return all(s.state == "ready" for s in self.schedulers.values())
+        return all(s.state == "ready" for s in self.every_scheduler())
 
     def alive(self) -> bool:
         """No engine loop has died."""
-        return all(s.state != "dead" for s in self.schedulers.values())
+        return all(s.state != "dead" for s in self.every_scheduler())
+
+    async def drain(self) -> None:
+        """Wait for mirrored requests, then finish what every engine accepted."""
+        await asyncio.gather(*(split.drain() for split in self.splits.values()))
+        for scheduler in self.every_scheduler():
+            await asyncio.to_thread(scheduler.stop)
 
     async def health(self, request: Request) -> Response:
         """200 when every engine is ready; 503 while loading, draining or after an engine died (with why)."""
-        states = {n: {"state": s.state, "reason": s.reason} for n, s in self.schedulers.items()}
+        states = {s.name: {"state": s.state, "reason": s.reason} for s in self.every_scheduler()}
         return JSONResponse({"ready": self.ready(), "models": states}, status_code=200 if self.ready() else 503)
 
     async def models(self, request: Request) -> Response:
@@ -243,10 +260,16 @@ class OpenAiRoutes:
         return JSONResponse({"object": "list", "data": data})
 
     def scheduler(self, name: str) -> GenerationScheduler:
-        """The scheduler serving a model name; ModelNotFound (404) otherwise."""
+        """The scheduler answering a request for a model name (its canary's, for a share of them); ModelNotFound
+        (404) for names not served."""
         if name not in self.schedulers:
             raise ModelNotFound(f"the model {name!r} does not exist; served: {', '.join(self.schedulers)}")
-        return self.schedulers[name]
+        return self.splits[name].route() if name in self.splits else self.schedulers[name]
+
+    def answered(self, name: str, ticket: Ticket, result: GenerationResult) -> None:
+        """A request finished: its copy goes to the shadow, when there is one."""
+        if name in self.splits:
+            self.splits[name].mirror(ticket, result)
 
     def failure(self, err: Exception, request_id: str) -> tuple[str, int, str]:
         """Outcome, status and message of a failed request (server faults logged)."""
@@ -278,6 +301,7 @@ class OpenAiRoutes:
                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})  # fmt: skip
             result = await unless_disconnected(request, collect(ticket))
             outcome = result.finish_reason
+            self.answered(name, ticket, result)
             info["tokens"] = result.completion_tokens
             return JSONResponse(completion_body(completion, rid, result))
         except ClientGone:
@@ -290,7 +314,7 @@ class OpenAiRoutes:
         finally:
             if not handed_over:
                 if ticket is not None and not ticket.finished:
-                    self.schedulers[name].cancel(ticket)
+                    scheduler.cancel(ticket)
                 self.metrics.requests.labels(name, outcome).inc()
 
     async def stream(self, completion: Completion, scheduler: GenerationScheduler, ticket: Ticket,
@@ -305,6 +329,7 @@ class OpenAiRoutes:
                     yield sse(chunk(completion, rid, {"content": value} if completion.chat else value))
                 elif kind == "done":
                     outcome = value.finish_reason
+                    self.answered(completion.model, ticket, value)
                     yield sse(chunk(completion, rid, {} if completion.chat else "", value.finish_reason))
                     if completion.include_usage:
                         yield sse({**envelope(completion, rid, True), "choices": [], "usage": usage(value)})

@@ -20,6 +20,7 @@ from turboinfer.serve.app import ServeConfig, Server, check_servable
 from turboinfer.serve.interleave import Interleaved
 from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.scheduler import Engine, SchedulerConfig
+from turboinfer.serve.traffic import SplitConfig
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""
@@ -65,6 +66,9 @@ class LlmServing:
     scheduler: SchedulerConfig
     kv_plan: str
     """One line: KV bytes per token, the cache, what fits in it."""
+    second: LlmServing | None = None
+    """A canary or shadow, per split."""
+    split: SplitConfig | None = None
 
 
 def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: int = 0, cache_gb: float = 1.0,
@@ -112,7 +116,9 @@ def build_server(served: list[ModelServing], config: ServeConfig, llms: list[Llm
             check_file(entry.second.card)
             splits[card.name] = (entry.second.card, entry.second.open(), entry.split)
     generators = {llm.name: (llm.engine, llm.scheduler) for llm in llms or []}
-    return Server(models, config, splits, batching, generators)
+    generator_splits = {llm.name: (llm.second.engine, llm.second.scheduler, llm.split) for llm in llms or []
+                        if llm.second is not None and llm.split is not None}  # fmt: skip
+    return Server(models, config, splits, batching, generators, generator_splits)
 
 
 def run_app(server: Server, app: Starlette, host: str = "127.0.0.1", port: int = 8000) -> None:

@@ -54,7 +54,7 @@ class SchedulerConfig:
     max_running: int = 16
     """Streams in the engine's batch at once; more wait in the queue."""
     queue_size: int = 64
-    """Requests waiting for a slot; beyond this, refused at once (429 or 503)."""
+    """Requests waiting for a stream when every stream is busy; beyond this, refused at once (429 or 503)."""
     max_new_tokens: int = 2048
     """The most tokens one request may ask for."""
     default_max_tokens: int = 512
@@ -134,7 +134,8 @@ class GenerationScheduler:
             raise EngineStopped(f"the {self.name} engine has stopped: {self.reason}")
         if self._stopping:
             raise ShuttingDown("the server is shutting down")
-        if self.waiting >= self.config.queue_size:
+        free = max(0, self.config.max_running - self.running)  # arrivals about to take a free stream
+        if self.waiting >= self.config.queue_size + free:
             raise QueueFull(f"queue full ({self.config.queue_size} requests waiting for one of "
                             f"{self.config.max_running} streams)")  # fmt: skip
 

@@ -57,6 +57,7 @@ demo: install data
 	$(BIN)/turboinfer optimize efficientnet-lite0 --quick --output features --out out/optimize-search
 	$(BIN)/turboinfer search case-study out/gallery --optimized out/optimize-search/chosen.variant.json --out out/case-study
 	$(BIN)/turboinfer profile smollm2-135m --quick --json out/profile-smollm2.json --html out/profile-smollm2.html
+	scripts/llm_serve_demo.sh $(BIN) out
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -262,6 +262,9 @@ class Faulty:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    def close(self) -> None:
+        """Kept open across the servers of this module (closed by the fixture)."""
+
     def step(self) -> list[int]:
         self.gate.wait()
         if self.fault is not None:
@@ -272,7 +275,9 @@ class Faulty:
 @pytest.fixture(scope="module")
 def spare(settings) -> Faulty:
     """A second engine for servers of their own (one at a time)."""
-    return Faulty(llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25).engine)
+    faulty = Faulty(llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25).engine)
+    yield faulty
+    faulty.inner.close()
 
 
 def test_health_is_503_while_loading_and_after_the_engine_died(spare):
@@ -372,7 +377,9 @@ def ort_int8(settings):
     from turboinfer.models.llm import GeneratorVariant, open_generator
     from turboinfer.serve.interleave import Interleaved
 
-    return Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings))
+    engine = Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings))
+    engine.close = lambda: None  # type: ignore[attr-defined]  # kept across this module's servers
+    return engine
 
 
 @pytest.mark.parametrize("mode", ["shadow", "canary"])

@@ -58,6 +58,8 @@ class Record:
     """One request's outcome and timings (seconds from its intended send time)."""
 
     status: str
+    answered_s: float = float("nan")
+    """Until the response status arrived (how fast a refusal comes, for a 429)."""
     ttft_s: float = float("nan")
     e2e_s: float = float("nan")
     itl_s: list[float] = field(default_factory=list)
@@ -114,7 +116,7 @@ async def send(http: aiohttp.ClientSession, load: OpenAiLoad, body: dict[str, An
     chunks: list[float] = []
     try:
         async with http.post(f"{load.base}/{route}", json=body) as response:
-            record.status = str(response.status)
+            record.status, record.answered_s = str(response.status), time.perf_counter() - start
             if response.status != 200:
                 await response.read()
                 return record
@@ -177,6 +179,7 @@ class LoadRun:
             "mode": self.mode, "level": self.level, "duration_s": self.duration_s, "completed": len(ok),
             "failed": len(self.records) - len(ok),
             "errors": dict(Counter(r.status for r in self.records if not r.ok)),
+            "refusal_ms": stats([r.answered_s for r in self.records if r.status in ("429", "503")]),
             "request_throughput": len(ok) / self.duration_s, "output_throughput": out / self.duration_s,
             "total_token_throughput": (out + sum(r.prompt_tokens for r in ok)) / self.duration_s,
             "goodput": len(good) / self.duration_s, "good_share": len(good) / len(self.records) if self.records else 0,

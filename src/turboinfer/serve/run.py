@@ -14,10 +14,10 @@ from turboinfer.core.card import ModelCard, file_sha256
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import available_memory_bytes
-from turboinfer.models.llm import build_llm, open_generator, parse_generator
+from turboinfer.models.llm import build_llm, parse_generator
 from turboinfer.runtime.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.serve.app import ServeConfig, Server, check_servable
-from turboinfer.serve.interleave import Interleaved
+from turboinfer.serve.engine_process import EngineSpec, ProcessEngine
 from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.traffic import SplitConfig
@@ -73,8 +73,8 @@ class LlmServing:
 
 def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: int = 0, cache_gb: float = 1.0,
                 max_batched_tokens: int = 256) -> LlmServing:  # fmt: skip
-    """Open an LLM for serving: the KV cache its streams need is computed first and refused when it does not fit
-    in memory (before anything is allocated); step-wise engines are interleaved."""
+    """Open an LLM for serving, its engine in a process of its own: the KV cache its streams need is computed first
+    and refused when it does not fit in memory (before anything is allocated); step-wise engines are interleaved."""
     from turboinfer.runtime.openvino_genai import EngineConfig
 
     variant = parse_generator(text, env, threads)
@@ -85,13 +85,12 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
         cache = check_kv_capacity(per_token, 1, round(cache_gb * 2**30 / per_token), available_memory_bytes())
         tokens = int(cache // per_token)
         kind = f"paged, {variant.kv_cache}, shared by {streams} streams"
-        engine: Engine = open_generator(variant, env, EngineConfig(cache_gb=cache_gb, max_streams=streams,
-                                                                   max_batched_tokens=max_batched_tokens))  # fmt: skip
+        config = EngineConfig(cache_gb=cache_gb, max_streams=streams, max_batched_tokens=max_batched_tokens)
     else:  # one cache per stream, allocated for the whole context (fp32)
         per_token = card.kv_values_per_token() * KV_VALUE_BYTES["f32"]
         cache = check_kv_capacity(per_token, streams, card.context, available_memory_bytes())
-        tokens, kind = streams * card.context, f"f32, {streams} streams × {card.context} tokens"
-        engine = Interleaved(open_generator(variant, env))
+        tokens, kind, config = streams * card.context, f"f32, {streams} streams × {card.context} tokens", None
+    engine = ProcessEngine(EngineSpec(variant, env.cache_dir, config))
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
             f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
     limits = SchedulerConfig(**{**scheduler.__dict__, "kv_tokens": tokens})

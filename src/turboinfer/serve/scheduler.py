@@ -165,6 +165,9 @@ class GenerationScheduler:
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+        close = getattr(self.engine, "close", None)  # an engine in a process of its own ends with the scheduler
+        if close is not None:
+            close()
         if self.state != "dead":
             self.state, self.reason = "stopped", "stopped"
 

@@ -1,0 +1,182 @@
+"""The engine in a process of its own. OpenVINO GenAI's `step` holds Python's GIL for the whole step (40–60 ms at
+16 streams), which starved the server's event loop: refusals took 84 ms and text left in bursts once per step.
+Here the scheduler's thread calls the engine over a pipe and waits on it with the GIL released; the child
+process owns the engine and runs each call, and the text pieces a step produced come back with its result.
+
+The child is started with `spawn` (a fresh interpreter: no copy of the server's threads or event loop) and
+builds the engine itself from a picklable spec; a child that dies makes every call raise EngineGone, which the
+scheduler treats as a dead engine (health turns red). Only this server's own child is ever unpickled."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from turboinfer.core.errors import TurboinferError
+from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
+
+START_TIMEOUT_S = 300.0
+
+
+class EngineGone(TurboinferError):
+    """The engine's process died or failed a call it should not fail."""
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """How the child builds its engine: the generator variant, the cache folder, OpenVINO GenAI's EngineConfig."""
+
+    variant: Any
+    """A models.llm.GeneratorVariant."""
+    cache_dir: Path
+    engine_config: Any = None
+
+
+def build_engine(spec: EngineSpec) -> Any:
+    """The engine a spec names: OpenVINO GenAI's own continuous batching, or a step-wise engine interleaved."""
+    from turboinfer.core.settings import Settings
+    from turboinfer.models.llm import open_generator
+    from turboinfer.serve.interleave import Interleaved
+
+    generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.engine_config)
+    return generator if hasattr(generator, "add") else Interleaved(generator)
+
+
+def child_main(connection: Connection, spec: EngineSpec) -> None:
+    """The child: build the engine, say what it is, then answer calls until told to stop or the pipe closes."""
+    try:
+        engine = build_engine(spec)
+    except Exception as err:  # reported to the parent, which raises it where the server is being built
+        connection.send(("error", err))
+        return
+    pieces: list[tuple[int, str]] = []
+    connection.send(("ready", {"engine": engine.engine, "context": engine.context, "describe": engine.describe()}))
+    while True:
+        try:
+            method, args = connection.recv()
+        except EOFError:
+            return
+        if method == "close":
+            return
+        try:
+            reply = add(engine, pieces, *args) if method == "add" else getattr(engine, method)(*args)
+            connection.send(("ok", reply, pieces))
+        except Exception as err:  # the parent re-raises it (its type kept) in the scheduler's thread
+            failure = err if is_picklable(err) else EngineGone(traceback.format_exc()[-500:])
+            connection.send(("error", failure, pieces))
+        pieces.clear()  # in place: the engine's callbacks hold this list
+
+
+def add(engine: Any, pieces: list[tuple[int, str]], request: GenerationRequest, streams: bool) -> int:
+    """Add a request in the child; its text pieces are collected under its key for the parent."""
+    key = [-1]
+    key[0] = engine.add(request, (lambda piece: pieces.append((key[0], piece))) if streams else None)
+    return key[0]
+
+
+def is_picklable(err: Exception) -> bool:
+    """Whether an exception survives the pipe (most do; some carry engine objects)."""
+    import pickle
+
+    try:
+        pickle.dumps(err)
+    except Exception:
+        return False
+    return True
+
+
+class ProcessEngine:
+    """The scheduler's engine interface, each call run by the child process."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(target=child_main, args=(child, spec), daemon=True, name="turboinfer-engine")
+        self._process.start()
+        child.close()
+        if not self._connection.poll(START_TIMEOUT_S):
+            self._process.kill()
+            raise EngineGone(f"the engine process did not start in {START_TIMEOUT_S:.0f} s")
+        kind, value = self._receive()[:2]
+        if kind == "error":
+            self._process.join(5)
+            raise value
+        self.engine, self.context, self._describe = value["engine"], value["context"], value["describe"]
+        self._streams: dict[int, OnText] = {}
+
+    def _receive(self) -> tuple[Any, ...]:
+        try:
+            return tuple(self._connection.recv())
+        except (EOFError, OSError):
+            raise EngineGone(f"the engine process died (exit code {self._process.exitcode})") from None
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            self._connection.send((method, args))
+        except (BrokenPipeError, OSError):
+            raise EngineGone(f"the engine process died (exit code {self._process.exitcode})") from None
+        kind, value, pieces = self._receive()
+        for key, piece in pieces:  # text the call produced, in order, before its result
+            stream = self._streams.get(key)
+            if stream is not None:
+                stream(piece)
+        if kind == "error":
+            raise value
+        return value
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of text."""
+        return list(self._call("tokenize", text))
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text of token ids."""
+        return str(self._call("detokenize", list(tokens)))
+
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        """The model's chat template applied."""
+        return str(self._call("chat", messages))
+
+    def add(self, request: GenerationRequest, on_text: OnText | None = None) -> int:
+        """Queue a request in the engine; its text pieces reach on_text after the steps that made them."""
+        key = int(self._call("add", request, on_text is not None))
+        if on_text is not None:
+            self._streams[key] = on_text
+        return key
+
+    def step(self) -> list[int]:
+        """One engine step in the child (this thread waits without the GIL); the finished requests' ids."""
+        return list(self._call("step"))
+
+    def result(self, key: int) -> GenerationResult:
+        """A finished request's result (pieces held back for a stop string are streamed first)."""
+        result: GenerationResult = self._call("result", key)
+        self._streams.pop(key, None)
+        return result
+
+    def cancel(self, key: int) -> None:
+        """Drop a request."""
+        self._streams.pop(key, None)
+        self._call("cancel", key)
+
+    def cache_usage(self) -> float:
+        """Share of the KV cache in use."""
+        return float(self._call("cache_usage"))
+
+    def describe(self) -> dict[str, Any]:
+        """The child engine's description."""
+        return {**self._describe, "process": "engine in a child process"}
+
+    def close(self) -> None:
+        """Stop the child."""
+        if self._process.is_alive():
+            with contextlib.suppress(OSError):
+                self._connection.send(("close", ()))
+            self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()

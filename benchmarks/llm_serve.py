@@ -2,11 +2,12 @@
 generator (`turboinfer bench --openai`'s) in one run → markdown for docs/benchmarks.md.
 
 Run: .venv/bin/pip install xllamacpp && .venv/bin/python benchmarks/llm_serve.py [streams|goodput|overload|soak ...]
+     [rate=R]  (the goodput rate overload and soak start from when goodput is not run first)
 - streams: closed loop at 1 and 16 concurrent streams (~200-token unique prompts, 128 new tokens, streamed),
   both servers with 16 streams/slots; the same engine's raw offline throughput at 16 streams (server overhead).
 - goodput: the highest open-loop rate at which ≥ 99% of requests meet TTFT ≤ 1 s and TPOT ≤ 100 ms, per server.
-- overload: turboinfer with a 2-request queue at 3× its goodput rate: refusal latency, admitted TTFT p99 against
-  the unloaded one, nothing lost.
+- overload: turboinfer with a queue of 2, then 0, beyond its streams, at 3× its goodput rate: refusal latency,
+  admitted TTFT p99 against the unloaded one (half the goodput rate), nothing lost.
 - soak: 10 minutes at 70% of the goodput rate; the server's RSS at the start and the end.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -121,14 +123,19 @@ def goodput(settings: Settings) -> dict[str, float]:
     return found
 
 
-def overload(settings: Settings, rate: float) -> None:
-    process, url = start_turboinfer("--queue", "2")
+def overload(settings: Settings, rate: float, queues: tuple[int, ...] = (2, 0)) -> None:
+    for queue in queues:
+        overload_one(rate, queue)
+
+
+def overload_one(rate: float, queue: int) -> None:
+    process, url = start_turboinfer("--queue", str(queue))
     try:
         unloaded = asyncio.run(open_loop(load(url), rate * 0.5, 24, step=200)).summary()
         loaded = asyncio.run(open_loop(load(url), rate * 3, 96, step=201)).summary()
     finally:
         stop(process)
-    print(f"#### Overload: turboinfer, queue 2 beyond {STREAMS} streams, 3 × {rate:g} req/s\n")
+    print(f"#### Overload: turboinfer, queue {queue} beyond {STREAMS} streams, 3 × {rate:g} req/s\n")
     lost = loaded["failed"] - sum(v for k, v in loaded["errors"].items() if k in ("429", "503"))
     print(f"- unloaded ({rate * 0.5:g} req/s): TTFT p99 {unloaded['ttft_ms']['p99']:.0f} ms")
     print(f"- 3× ({rate * 3:g} req/s): {loaded['completed']} answered, refused {loaded['errors']}, refusal median "
@@ -137,26 +144,50 @@ def overload(settings: Settings, rate: float) -> None:
           f"unloaded); lost (neither answered nor refused): {lost}\n")  # fmt: skip
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory of a server: its process and every process it started (the engine's), MiB."""
+    server = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in (server, *server.children(recursive=True))) / 2**20
+
+
 def soak(settings: Settings, rate: float, minutes: float = 10.0) -> None:
+    """`minutes` at `rate`; the server's RSS (its process and the engine's) every minute. OpenVINO GenAI allocates
+    its KV cache pool as blocks are first used (up to --kv-cache-gb) and keeps freed blocks for prefix reuse, so
+    RSS climbs until the pool is full; growth is judged after that."""
     process, url = start_turboinfer()
+    samples: list[float] = []
+    stop_sampling = threading.Event()
+
+    def sample() -> None:
+        while not stop_sampling.wait(60):
+            samples.append(rss_mib(process.pid))
+
     try:
         asyncio.run(open_loop(load(url), rate, 16, step=300))  # settle
-        server = psutil.Process(process.pid)
-        first = server.memory_info().rss / 2**20
+        samples.append(rss_mib(process.pid))
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         run = asyncio.run(open_loop(load(url), rate, int(rate * minutes * 60), step=301))
-        last = server.memory_info().rss / 2**20
+        stop_sampling.set()
+        samples.append(rss_mib(process.pid))
     finally:
         stop(process)
     print(f"#### Soak: {minutes:.0f} minutes at {rate:g} req/s (70% of the goodput rate)\n")
     print(HEADER)
     print(row("turboinfer", "soak", run))
-    print(f"\nServer RSS {first:.0f} MiB → {last:.0f} MiB ({(last - first) / first:+.1%}).\n")
+    trace = " → ".join(f"{v:.0f}" for v in samples)
+    half = samples[len(samples) // 2]
+    print(
+        f"\nServer RSS (its process and the engine's), MiB, at the start, every minute and at the end: {trace}; "
+        f"second half {half:.0f} → {samples[-1]:.0f} ({(samples[-1] - half) / half:+.1%}).\n"
+    )
 
 
 def main() -> None:
     settings = Settings.from_env(os.environ)
-    parts = sys.argv[1:] or ["streams", "goodput", "overload", "soak"]
-    rate = 1.0
+    parts = [a for a in sys.argv[1:] if "=" not in a] or ["streams", "goodput", "overload", "soak"]
+    given = [float(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("rate=")]
+    rate = given[0] if given else 1.0  # the goodput rate, when goodput is not run first
     if "streams" in parts:
         streams(settings)
     if "goodput" in parts:

@@ -1,5 +1,6 @@
 """The Kubernetes manifests validate against the Kubernetes schemas and agree with the server's behaviour."""
 
+import copy
 from pathlib import Path
 
 import kubernetes_validate
@@ -50,3 +51,39 @@ def test_a_broken_manifest_is_caught():
     deployment["spec"]["replicas"] = "two"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(deployment, VERSION, strict=True)
+
+
+def json_patch(document: dict, operations: list[dict]) -> dict:
+    """Apply RFC 6902 `add`/`replace`/`remove` operations (what the LLM overlay uses) to a copy of a manifest."""
+    out = copy.deepcopy(document)
+    for op in operations:
+        *parents, last = op["path"].strip("/").split("/")
+        node = out
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        key = int(last) if isinstance(node, list) else last
+        assert op["op"] in ("add", "replace", "remove") and (op["op"] == "add" or last in node or last.isdigit())
+        if op["op"] == "remove":
+            del node[key]
+        else:
+            node[key] = op["value"]
+    return out
+
+
+def test_the_llm_overlay_renders_valid_manifests_that_serve_the_llm():
+    overlay = yaml.safe_load((K8S / "llm" / "kustomization.yaml").read_text())
+    assert overlay["resources"] == ["../"]
+    kinds = {"ConfigMap": "configmap.yaml", "Deployment": "deployment.yaml", "HorizontalPodAutoscaler": "hpa.yaml"}
+    rendered = {}
+    for patch in overlay["patches"]:
+        kind = patch["target"]["kind"]
+        rendered[kind] = json_patch(load(kinds[kind]), yaml.safe_load(patch["patch"]))
+        kubernetes_validate.validate(rendered[kind], VERSION, strict=True)
+    data, args = rendered["ConfigMap"]["data"], rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert data["TURBOINFER_MODELS"] == "smollm2-135m"
+    for option in ("--streams", "--kv-cache-gb", "--max-new-tokens", "--queue"):
+        assert option in args["args"][0]
+    assert all(f"$({name})" in args["args"][0] for name in data)  # every setting reaches the command line
+    metric = rendered["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["pods"]["metric"]["name"]
+    rules = [r["name"]["as"] for r in load("prometheus-adapter-rules.yaml")["rules"]["custom"]]
+    assert metric == "turboinfer_llm_requests_waiting" and metric in rules

@@ -145,12 +145,17 @@ def test_seeded_sampling_repeats(llm):
     assert texts[1] == texts[2] and len(set(texts[1:])) > 1
 
 
-def test_a_client_that_disconnects_mid_stream_frees_its_slot(llm):
+def test_a_client_that_disconnects_mid_stream_frees_its_slot_and_disturbs_no_other(llm):
     base, server = llm
     scheduler = server.llm.schedulers[MODEL]
-    with sse(base, "/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True, stream=True)) as lines:
-        next(lines), next(lines)
-        assert scheduler.running == 1
+    other = chat(max_tokens=40, ignore_eos=True, stream=True, stream_options={"include_usage": True})
+    with sse(base, "/v1/chat/completions", other) as survivor:
+        next(survivor)
+        with sse(base, "/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True, stream=True)) as lines:
+            next(lines), next(lines)
+            assert scheduler.running == 2
+        rest = list(survivor)
+    assert rest[-1] == "[DONE]" and json.loads(rest[-2])["usage"]["completion_tokens"] == 40  # untouched
     wait_for(lambda: scheduler.running == 0, 5)  # freed within a step or two, not after 1000 tokens
     text = urllib.request.urlopen(f"{base}/metrics").read().decode()
     assert metric(text, f'turboinfer_llm_requests_total{{model="{MODEL}",outcome="cancelled"}}') >= 1
@@ -179,6 +184,17 @@ def test_a_deadline_that_passes_while_generating_is_a_504(llm):
     status, _, body = call(f"{llm[0]}/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True),
                            {"X-Request-Timeout-Ms": "300"})  # fmt: skip
     assert status == 504 and body["error"]["type"] == "timeout"
+
+
+def test_a_stream_that_fails_after_it_started_ends_with_an_error_event(llm):
+    host, port = llm[0].removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    body = json.dumps(chat(max_tokens=1000, ignore_eos=True, stream=True))
+    connection.request("POST", "/v1/chat/completions", body, {"X-Request-Timeout-Ms": "400"})
+    response = connection.getresponse()
+    events = [line.decode().strip().removeprefix("data: ") for line in response if line.strip()]
+    assert response.status == 200 and events[-1] == "[DONE]"
+    assert json.loads(events[-2])["error"]["type"] == "timeout" and len(events) > 3  # some text came first
 
 
 def test_metrics_count_tokens_latencies_and_prefix_hits(llm):

@@ -37,7 +37,8 @@ def serve(
     ] = 0,
     max_batch: Annotated[int, typer.Option(min=1)] = 8,
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
-    queue: Annotated[int, typer.Option(min=1, help="Requests accepted and waiting, per model.")] = 256,
+    queue: Annotated[int, typer.Option(min=0, help="Requests accepted and waiting, per model (LLMs: waiting when "
+                                       "every stream is busy; 0 admits only into a free stream).")] = 256,
     instances: Annotated[int, typer.Option(min=1, help="Batches computed at once, per model.")] = 1,
     preferred: Annotated[str, typer.Option(help="Batch sizes to close at without waiting, e.g. 4,8.")] = "",
     overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
@@ -76,6 +77,8 @@ def serve(
     llm_first = is_llm(models[0])  # --canary / --shadow belong to the first model named
     llm_names = [m for m in models if is_llm(m)]
     models = [m for m in models if not is_llm(m)]
+    if models and queue < 1:
+        raise typer.BadParameter("ONNX models need a queue of at least 1", param_hint="--queue")
     limits = SchedulerConfig(streams, queue, max_new_tokens)
     llms = [llm_serving(m, env, limits, threads, kv_cache_gb, max_batched_tokens) for m in llm_names]
     if llm_first and (canary or shadow):

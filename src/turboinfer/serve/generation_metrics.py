@@ -77,11 +77,12 @@ class GenerationMetrics:
         self.prompt_tokens.labels(model).inc(result.prompt_tokens)
         self.generation_tokens.labels(model).inc(result.completion_tokens)
 
-    def gauges(self, model: str, running: int, waiting: int, kv_usage: float) -> None:
-        """Running and waiting requests, KV cache in use."""
+    def gauges(self, model: str, running: int, waiting: int, kv_usage: float | None = None) -> None:
+        """Running and waiting requests, and the KV cache in use when given."""
         self.running.labels(model).set(running)
         self.waiting.labels(model).set(waiting)
-        self.kv_usage.labels(model).set(kv_usage)
+        if kv_usage is not None:
+            self.kv_usage.labels(model).set(kv_usage)
 
     def prefix(self, model: str, queried: int, hit: int) -> None:
         """One prompt's prefix-cache lookup, in tokens."""

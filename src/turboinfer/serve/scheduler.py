@@ -267,6 +267,7 @@ class GenerationScheduler:
         ticket.finished = True
         assert ticket.admitted is not None
         self.metrics.finished(self.name, result, ticket.admitted - ticket.arrived)
+        self.metrics.gauges(self.name, self.running, self.waiting)  # before the client can read them
         ticket.post("done", result)
 
     def _fail(self, ticket: Ticket, err: Exception) -> None:

@@ -8,6 +8,7 @@ requests are counted, never retried."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import time
@@ -77,9 +78,15 @@ class Record:
         return (self.e2e_s - self.ttft_s) / (self.output_tokens - 1) if self.output_tokens > 1 else float("nan")
 
 
+@functools.cache
+def prose_words() -> tuple[str, ...]:
+    """The words of the real prose prompts are cut from (read once per process)."""
+    return tuple(" ".join(real_sentences(400)).split())
+
+
 def prompts(load: OpenAiLoad, count: int, seed: int = 0) -> list[str]:
     """count unique prompts of about load.prompt_tokens tokens from real prose, each starting with its number."""
-    words = " ".join(real_sentences(400)).split()
+    words = prose_words()
     rng = random.Random(seed)
     size = max(1, int(load.prompt_tokens * WORDS_PER_TOKEN))
     out = []
@@ -93,7 +100,7 @@ def system_prompt(load: OpenAiLoad) -> str:
     """The shared system prompt (empty when none is asked for)."""
     if not load.shared_prefix_tokens:
         return ""
-    words = " ".join(real_sentences(400)).split()
+    words = prose_words()
     return "You answer from this text: " + " ".join(words[: int(load.shared_prefix_tokens * WORDS_PER_TOKEN)])
 
 

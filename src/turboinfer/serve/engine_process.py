@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import pickle
 import traceback
-from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -82,8 +82,6 @@ def add(engine: Any, pieces: list[tuple[int, str]], request: GenerationRequest, 
 
 def is_picklable(err: Exception) -> bool:
     """Whether an exception survives the pipe (most do; some carry engine objects)."""
-    import pickle
-
     try:
         pickle.dumps(err)
     except Exception:
@@ -133,10 +131,6 @@ class ProcessEngine:
     def tokenize(self, text: str) -> list[int]:
         """Token ids of text."""
         return list(self._call("tokenize", text))
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        """Text of token ids."""
-        return str(self._call("detokenize", list(tokens)))
 
     def chat(self, messages: list[dict[str, str]]) -> str:
         """The model's chat template applied."""

@@ -68,20 +68,14 @@ class GenerationSplit:
     async def compare(self, ticket: Ticket, request: GenerationRequest, result: GenerationResult) -> None:
         """Run the shadow on the same request; record how its greedy output agrees with the primary's."""
         try:
-            self.second.check_room()
             copy = self.second.submit(Ticket(request, asyncio.get_running_loop(), ticket.messages))
             self.routed.labels(self.model, "shadow").inc()
-            while True:
-                kind, value = await copy.next()
-                if kind == "error":
-                    raise value
-                if kind == "done":
-                    break
+            shadow = await copy.result()
         except Exception as err:  # a failing shadow is a finding, not an outage
             self.shadow_outcomes.labels(self.model, "skipped" if isinstance(err, QueueFull) else "failed").inc()
             return
         self.shadow_outcomes.labels(self.model, "compared").inc()
-        self.agreement.labels(self.model).observe(greedy_agreement(result.tokens, value.tokens))
+        self.agreement.labels(self.model).observe(greedy_agreement(result.tokens, shadow.tokens))
 
     async def drain(self) -> None:
         """Wait for mirrored requests still in flight."""

@@ -85,6 +85,11 @@ def log_fault(err: Exception, request_id: str) -> str:
     return f"internal error ({type(err).__name__}); the server log has the details under this request id"
 
 
+def retry_headers(err: Exception, retry_after_s: int) -> dict[str, str] | None:
+    """Retry-After for a refusal of a full queue (the client may come back then), nothing otherwise."""
+    return {"Retry-After": str(retry_after_s)} if isinstance(err, QueueFull) else None
+
+
 def failure(
     err: Exception, request_id: str, overload_status: int = 429, retry_after_s: int = 1
 ) -> tuple[str, Response]:
@@ -92,8 +97,7 @@ def failure(
     status, outcome = classify(err, overload_status)
     if status == 500:
         return outcome, error(500, log_fault(err, request_id), request_id=request_id)
-    headers = {"Retry-After": str(retry_after_s)} if isinstance(err, QueueFull) else None
-    return outcome, error(status, str(err), headers)
+    return outcome, error(status, str(err), retry_headers(err, retry_after_s))
 
 
 async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from turboinfer.runtime.generate import Decoding, GenerationRequest, GenerationResult, OnText, prompt_ids
@@ -18,7 +17,7 @@ class Interleaved:
 
     def __init__(self, generator: Any, prefills_per_step: int = 1) -> None:
         self.generator = generator
-        self.engine, self.context, self.eos = generator.engine, generator.context, generator.eos
+        self.engine, self.context = generator.engine, generator.context
         self.prefills_per_step = prefills_per_step
         """New prompts prefilled per step: bounds how long a new request stalls the running streams."""
         self._ids = itertools.count()
@@ -29,10 +28,6 @@ class Interleaved:
     def tokenize(self, text: str) -> list[int]:
         """Token ids of text."""
         return list(self.generator.tokenize(text))
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        """Text of token ids."""
-        return str(self.generator.detokenize(tokens))
 
     def chat(self, messages: list[dict[str, str]]) -> str:
         """The model's chat template applied."""

@@ -23,7 +23,6 @@ from starlette.types import Receive, Scope, Send
 
 from turboinfer.core.errors import InvalidInput, ModelNotFound
 from turboinfer.runtime.generate import MAX_STOP_STRINGS, GenerationRequest, GenerationResult, Sampling
-from turboinfer.serve.batcher import QueueFull
 from turboinfer.serve.generation_metrics import GenerationMetrics
 from turboinfer.serve.generation_split import GenerationSplit
 from turboinfer.serve.http import (
@@ -33,6 +32,7 @@ from turboinfer.serve.http import (
     log_fault,
     priority_from,
     read_body,
+    retry_headers,
     unless_disconnected,
 )
 from turboinfer.serve.logs import access_info
@@ -81,12 +81,12 @@ def parse_completion(raw: bytes, chat: bool) -> Completion:
         raise InvalidInput("stream_options is only allowed when stream is true")
     include_usage = bool(options and options.boolean("include_usage"))
     given = [k for k in ("max_completion_tokens", "max_tokens") if body.value.get(k) is not None]
-    max_tokens = body.integer(given[0], low=1, high=2**31) if given else 1
+    max_tokens = body.integer(given[0], low=1, high=2**31) if given else None
     top_k = body.integer("top_k", low=-1, high=2**31)
-    temperature = body.number("temperature")
+    temperature, top_p = body.number("temperature"), body.number("top_p")
     sampling = Sampling(
         temperature=1.0 if temperature is None else temperature,
-        top_p=1.0 if body.number("top_p") is None else float(body.value["top_p"]),
+        top_p=1.0 if top_p is None else top_p,
         top_k=0 if top_k in (None, -1) else int(top_k),
         seed=body.integer("seed", low=-(2**63), high=2**64 - 1),
     )
@@ -299,7 +299,7 @@ class OpenAiRoutes:
                 stream = self.stream(completion, scheduler, ticket, rid)
                 return EventStream(stream, media_type="text/event-stream",
                                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})  # fmt: skip
-            result = await unless_disconnected(request, collect(ticket))
+            result = await unless_disconnected(request, ticket.result())
             outcome = result.finish_reason
             self.answered(name, ticket, result)
             info["tokens"] = result.completion_tokens
@@ -309,8 +309,7 @@ class OpenAiRoutes:
             return Response(status_code=499)
         except Exception as err:  # the one place errors become answers: client mistakes 4xx, the rest 500
             outcome, status, message = self.failure(err, info["id"])
-            headers = {"Retry-After": str(self.retry_after_s)} if isinstance(err, QueueFull) else None
-            return openai_error(status, message, headers)
+            return openai_error(status, message, retry_headers(err, self.retry_after_s))
         finally:
             if not handed_over:
                 if ticket is not None and not ticket.finished:
@@ -343,16 +342,6 @@ class OpenAiRoutes:
             if not ticket.finished:
                 scheduler.cancel(ticket)
             self.metrics.requests.labels(completion.model, outcome).inc()
-
-
-async def collect(ticket: Ticket) -> GenerationResult:
-    """Wait for a ticket's result (its text pieces are in the result too)."""
-    while True:
-        kind, value = await ticket.next()
-        if kind == "done":
-            return value
-        if kind == "error":
-            raise value
 
 
 def envelope(completion: Completion, rid: str, streaming: bool) -> dict[str, Any]:

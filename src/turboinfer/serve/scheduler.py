@@ -80,7 +80,6 @@ class Ticket:
     events: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
     key: int | None = None
     admitted: float | None = None
-    prompt_tokens: int = 0
     finished: bool = False
     cancelled: bool = False
 
@@ -96,6 +95,16 @@ class Ticket:
     async def next(self) -> tuple[str, Any]:
         """The next event."""
         return await self.events.get()
+
+    async def result(self) -> GenerationResult:
+        """Wait for the generation's end: its result, or its error raised (text events are passed over; the
+        result holds the whole text)."""
+        while True:
+            kind, value = await self.next()
+            if kind == "done":
+                return value
+            if kind == "error":
+                raise value
 
 
 class GenerationScheduler:
@@ -255,7 +264,6 @@ class GenerationScheduler:
             limit = min(self.engine.context, self.config.kv_tokens or self.engine.context)
             raise InvalidInput(f"the prompt is {len(ids)} tokens and max_tokens {tokens}: more than the "
                                f"{limit} tokens one request can hold")  # fmt: skip
-        ticket.prompt_tokens = len(ids)
         self.metrics.prefix(self.name, len(ids), self.prefixes.observe(ids))
         return replace(request, prompt=ids, max_tokens=tokens)
 

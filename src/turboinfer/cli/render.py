@@ -320,7 +320,8 @@ def index_report(report: IndexReport, out: Path) -> None:
         if report.pca
         else "no PCA"
     )
-    console.print(f"indexed {report.photos} photos into {out} ({report.kind}, {pca}); embedded {report.embedded} "
+    kind = f"{report.kind} in {report.shards} shards" if report.shards > 1 else report.kind
+    console.print(f"indexed {report.photos} photos into {out} ({kind}, {pca}); embedded {report.embedded} "
                   f"at {report.photos_per_s:.1f} photos/s, reused {report.reused}")  # fmt: skip
     if report.skipped or report.not_images:
         console.print(

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from turboinfer.apps.imagesearch.case_study import CaseStudyConfig, run_case_study
+from turboinfer.apps.imagesearch.distributed import LOCAL, RayConfig, build_index_ray
 from turboinfer.apps.imagesearch.embed import Embedder
 from turboinfer.apps.imagesearch.gallery import write_gallery
 from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_index
@@ -51,14 +52,28 @@ def index_command(
     pca: Annotated[int, typer.Option(min=0, help="PCA dimensions (0: none).")] = 256,
     kind: Annotated[str, typer.Option("--index", help="flat, hnsw or ivf.")] = "flat",
     batch: Annotated[int, typer.Option(min=1)] = 16,
+    shards: Annotated[int, typer.Option(min=1, help="FAISS shards searched together (replicas share them).")] = 1,
+    train_sample: Annotated[int, typer.Option(min=0, help="Embeddings PCA is fitted on (0: all).")] = 100_000,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDRESS",
+            help=f"Embed as a Ray Data job: {LOCAL} (Ray started here), auto, or a cluster head's host:port.",
+        ),
+    ] = None,
+    actors: Annotated[int, typer.Option(min=0, help="Ray actors (0: as many as the CPUs allow).")] = 0,
+    threads_per_actor: Annotated[int, typer.Option(min=1, help="CPUs (decode + model threads) per actor.")] = 2,
     json_path: JsonOption = None,
 ) -> None:
     """Embed every photo, fit PCA, build a FAISS index; resumes an interrupted run."""
-    config = IndexConfig(pca, kind, batch)
+    config = IndexConfig(pca, kind, batch, shards=shards, train_sample=train_sample)
     variant = parse_variant(model, settings())
     render.inferred(variant.card)
     with render.progress_bar("embedding") as advance:
-        report = build_index(photos, out, variant, config, advance)
+        if ray is None:
+            report = build_index(photos, out, variant, config, advance)
+        else:
+            report = build_index_ray(photos, out, variant, config, RayConfig(ray, actors, threads_per_actor), advance)
     render.index_report(report, out)
     if json_path:
         render.write_json(json_path, report.to_dict())

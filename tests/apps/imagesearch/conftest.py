@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.models.test_preprocess import png_claiming_size
 from tests.serve.conftest import running
 from turboinfer.apps.imagesearch.gallery import write_gallery
 from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_index
@@ -26,6 +28,31 @@ def gallery(tmp_path_factory, settings) -> Path:
     folder = tmp_path_factory.mktemp("gallery")
     write_gallery(all_photos(settings)[:GALLERY_PHOTOS], folder, grid=1)
     return folder
+
+
+def gallery_with_bad_files(tmp_path: Path, gallery: Path) -> Path:
+    """A copy of the gallery plus a duplicate, a truncated JPEG, an empty file, a decompression bomb, a text file
+    and a 2 MiB file (over a 1 MiB limit)."""
+    photos = tmp_path / "photos"
+    shutil.copytree(gallery, photos)
+    original = sorted(photos.glob("*.jpg"))[0]
+    shutil.copy(original, photos / "copy.jpg")
+    (photos / "corrupt.jpg").write_bytes(original.read_bytes()[:200])
+    (photos / "empty.png").write_bytes(b"")
+    (photos / "bomb.png").write_bytes(png_claiming_size(30_000, 30_000))
+    (photos / "notes.txt").write_text("not a photo")
+    (photos / "big.jpg").write_bytes(b"\xff\xd8" + b"\0" * (2 * 2**20))
+    return photos
+
+
+def check_bad_files_skipped(skipped: dict[str, str], original: Path) -> None:
+    """Each bad file of gallery_with_bad_files was skipped with its own reason."""
+    reasons = {path.rsplit("/", 1)[-1]: reason for path, reason in skipped.items()}
+    assert reasons["copy.jpg"] == f"duplicate of {original.name}"
+    assert "corrupt" in reasons["corrupt.jpg"]
+    assert "0 bytes" in reasons["empty.png"]
+    assert "too large" in reasons["bomb.png"]
+    assert "over the 1 MiB limit" in reasons["big.jpg"]
 
 
 @pytest.fixture(scope="module")

@@ -3,17 +3,10 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.apps.imagesearch.conftest import GALLERY_PHOTOS, PCA
-from tests.models.test_preprocess import png_claiming_size
+from tests.apps.imagesearch.conftest import GALLERY_PHOTOS, PCA, check_bad_files_skipped, gallery_with_bad_files
 from turboinfer.apps.imagesearch.embed import Embedder, feature_output, l2_normalize
-from turboinfer.apps.imagesearch.index import (
-    STORE_FILE,
-    VECTORS_FILE,
-    GalleryIndex,
-    IndexConfig,
-    build_index,
-    factory_string,
-)
+from turboinfer.apps.imagesearch.index import STORE_FILE, GalleryIndex, IndexConfig, build_index
+from turboinfer.apps.imagesearch.shards import VECTORS_FILE, factory_string
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.models.cards import card_from_onnx
 from turboinfer.models.variant import parse_variant
@@ -79,24 +72,11 @@ def test_interrupted_run_keeps_the_old_index_and_resumes(tmp_path, gallery, sett
 
 
 def test_bad_gallery_files_are_skipped_and_counted(tmp_path, gallery, settings):
-    photos = tmp_path / "photos"
-    shutil.copytree(gallery, photos)
-    original = sorted(photos.glob("*.jpg"))[0]
-    shutil.copy(original, photos / "copy.jpg")
-    (photos / "corrupt.jpg").write_bytes(original.read_bytes()[:200])
-    (photos / "empty.png").write_bytes(b"")
-    (photos / "bomb.png").write_bytes(png_claiming_size(30_000, 30_000))
-    (photos / "notes.txt").write_text("not a photo")
-    (photos / "big.jpg").write_bytes(b"\xff\xd8" + b"\0" * (2 * 2**20))
+    photos = gallery_with_bad_files(tmp_path, gallery)
     report = build_index(photos, tmp_path / "index", parse_variant("efficientnet-lite0", settings),
                          IndexConfig(pca=0, max_file_mb=1))  # fmt: skip
     assert report.photos == GALLERY_PHOTOS and report.not_images == 1
-    skipped = {path.rsplit("/", 1)[-1]: reason for path, reason in report.skipped.items()}
-    assert skipped["copy.jpg"] == f"duplicate of {original.name}"
-    assert "corrupt" in skipped["corrupt.jpg"]
-    assert "0 bytes" in skipped["empty.png"]
-    assert "too large" in skipped["bomb.png"]
-    assert "over the 1 MiB limit" in skipped["big.jpg"]
+    check_bad_files_skipped(report.skipped, sorted(gallery.glob("*.jpg"))[0])
 
 
 def test_pca_needs_more_photos_than_dimensions(tmp_path, gallery, settings):
@@ -107,7 +87,7 @@ def test_pca_needs_more_photos_than_dimensions(tmp_path, gallery, settings):
 def test_index_settings_are_checked():
     with pytest.raises(InvalidInput, match="unknown index kind 'annoy'"):
         IndexConfig(kind="annoy")
-    assert factory_string(1000, IndexConfig(pca=64, kind="ivf")) == "PCA64,L2norm,IVF25,Flat"
+    assert factory_string(1000, 64, "ivf") == "PCA64,L2norm,IVF25,Flat"
 
 
 def test_missing_unfinished_and_corrupt_indexes_are_clear(tmp_path, built):

@@ -1,10 +1,8 @@
-"""Build and open a gallery index: embeddings in SQLite, PCA + FAISS in one file replaced atomically, so an
-interrupted run never corrupts the index it was rebuilding and a rerun resumes where it stopped."""
+"""Build and open a gallery index: embeddings in SQLite, PCA + FAISS in one file (or shards) replaced atomically,
+so an interrupted run never corrupts the index it was rebuilding and a rerun resumes where it stopped."""
 
 from __future__ import annotations
 
-import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -14,40 +12,43 @@ from typing import Any
 import numpy as np
 
 from turboinfer.apps.imagesearch.embed import Embedder
+from turboinfer.apps.imagesearch.shards import (
+    VECTORS_FILE,
+    filled_shards,
+    read_vectors,
+    remove_stale_shards,
+    set_probes,
+    trained_index,
+    training_sample,
+    write_vectors,
+)
 from turboinfer.apps.imagesearch.store import GalleryStore, Photo
 from turboinfer.core.card import ModelCard, file_sha256
-from turboinfer.core.errors import InvalidInput, MissingExtra
+from turboinfer.core.errors import InvalidInput
 from turboinfer.models.photos import IMAGE_SUFFIXES
 from turboinfer.models.variant import Variant
 
 STORE_FILE = "gallery.sqlite"
-VECTORS_FILE = "vectors.faiss"
 INDEX_KINDS = ("flat", "hnsw", "ivf")
-
-
-def import_faiss() -> Any:
-    """The faiss module, or MissingExtra naming the extra to install."""
-    try:
-        import faiss
-    except ImportError:
-        raise MissingExtra("faiss-cpu", "search") from None
-    return faiss
 
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """How to index: PCA dimensions (0 = none), FAISS index kind, photos per batch, largest file."""
+    """How to index: PCA dimensions (0 = none), FAISS index kind, photos per batch, largest file, FAISS shards,
+    and how many embeddings PCA and the quantizer are trained on (0: all)."""
 
     pca: int = 256
     kind: str = "flat"
     batch: int = 16
     max_file_mb: float = 64.0
+    shards: int = 1
+    train_sample: int = 100_000
 
     def __post_init__(self) -> None:
         if self.kind not in INDEX_KINDS:
             raise InvalidInput(f"unknown index kind {self.kind!r}; choose one of {', '.join(INDEX_KINDS)}")
-        if self.pca < 0 or self.batch < 1:
-            raise InvalidInput("PCA dimensions must be >= 0 and the batch >= 1")
+        if self.pca < 0 or self.batch < 1 or self.shards < 1 or self.train_sample < 0:
+            raise InvalidInput("PCA dimensions and the training sample must be >= 0, the batch and shards >= 1")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class IndexReport:
     pca: int
     pca_variance_kept: float
     kind: str
+    shards: int = 1
 
     @property
     def photos_per_s(self) -> float:
@@ -84,37 +86,11 @@ def gallery_files(folder: Path) -> tuple[list[Path], int]:
     return images, len(files) - len(images)
 
 
-def factory_string(count: int, config: IndexConfig) -> str:
-    """The faiss.index_factory description: optional PCA + re-normalization, then the index kind."""
-    lists = max(1, min(int(4 * math.sqrt(count)), count // 39))  # faiss wants ≥ 39 training points per list
-    kind = {"flat": "Flat", "hnsw": "HNSW32", "ivf": f"IVF{lists},Flat"}[config.kind]
-    return f"PCA{config.pca},L2norm,{kind}" if config.pca else kind
-
-
 def build_faiss(ids: np.ndarray, vectors: np.ndarray, config: IndexConfig) -> Any:
-    """A trained inner-product (cosine) FAISS index over unit vectors, keyed by the store's photo ids."""
-    faiss = import_faiss()
-    count, dims = vectors.shape
-    if config.pca and config.pca >= dims:
-        raise InvalidInput(f"PCA to {config.pca} dimensions is not a reduction of {dims}-dimension embeddings")
-    if config.pca and count <= config.pca:
-        raise InvalidInput(f"PCA to {config.pca} dimensions needs more than {config.pca} photos, got {count}; "
-                           "index more photos or lower --pca (0 turns it off)")  # fmt: skip
-    index = faiss.IndexIDMap2(faiss.index_factory(dims, factory_string(count, config), faiss.METRIC_INNER_PRODUCT))
-    index.train(vectors)
-    index.add_with_ids(vectors, ids)
+    """A trained inner-product (cosine) FAISS index over unit vectors in one piece, keyed by the store's photo ids."""
+    index = filled_shards(trained_index(vectors, config.pca, config.kind, config.train_sample), ids, vectors, 1)[0]
     set_probes(index)
     return index
-
-
-def set_probes(index: Any) -> None:
-    """IVF: search a quarter of the lists (recall close to exact at this gallery size); others: nothing."""
-    faiss = import_faiss()
-    try:
-        ivf = faiss.extract_index_ivf(index)
-    except RuntimeError:
-        return
-    ivf.nprobe = max(1, ivf.nlist // 4)
 
 
 def variance_kept(vectors: np.ndarray, dims: int) -> float:
@@ -125,12 +101,65 @@ def variance_kept(vectors: np.ndarray, dims: int) -> float:
     return float((singular[:dims] ** 2).sum() / (singular**2).sum())
 
 
-def write_atomically(index: Any, path: Path) -> None:
-    """Write the FAISS index beside path, then rename it into place."""
-    faiss = import_faiss()
-    temporary = path.with_name(path.name + ".tmp")
-    faiss.write_index(index, str(temporary))
-    os.replace(temporary, path)
+class Triage:
+    """What a run does with each photo, decided in gallery order: reuse the embedding stored for the same model,
+    size and hash, skip it (over the size limit, a duplicate of an earlier photo), or embed it. One set of rules for
+    one process and for a Ray job, so both give the same index."""
+
+    def __init__(self, done: dict[str, tuple[int, str]], max_file_mb: float) -> None:
+        self.done = done
+        self.max_file_mb = max_file_mb
+        self.seen = {sha: path for path, (_, sha) in done.items()}
+        self.reused = 0
+        self.skips: dict[Path, str] = {}
+
+    def too_large(self, path: Path, size: int) -> bool:
+        """Skip (and say so) a file over the size limit."""
+        if size <= self.max_file_mb * 2**20:
+            return False
+        self.skips[path] = f"file of {size / 2**20:.0f} MiB is over the {self.max_file_mb:g} MiB limit"
+        return True
+
+    def wanted(self, path: Path, size: int, digest: str) -> bool:
+        """Whether the photo needs embedding: False for one already embedded, or a duplicate (skipped)."""
+        if self.done.get(str(path)) == (size, digest):
+            self.reused += 1
+            return False
+        if digest in self.seen and self.seen[digest] != str(path):
+            self.skips[path] = f"duplicate of {Path(self.seen[digest]).name}"
+            return False
+        self.seen[digest] = str(path)
+        return True
+
+
+@dataclass(frozen=True)
+class EmbedRun:
+    """What the embedding phase of a run did (before the FAISS index is built)."""
+
+    embedded: int
+    reused: int
+    not_images: int
+    seconds: float
+    dims: int
+    output: str
+
+
+def finish_index(store: GalleryStore, out: Path, folder: Path, variant: Variant, config: IndexConfig,
+                 run: EmbedRun, extra: dict[str, Any] | None = None) -> IndexReport:  # fmt: skip
+    """Fit PCA, build and write the FAISS index (one file or shards) from the store's embeddings, then switch the
+    store's settings to it in one transaction; what the run did."""
+    model = variant.card.onnx_sha256
+    ids, vectors = store.vectors(model)
+    if not len(ids):
+        raise InvalidInput(f"no photo under {folder} could be embedded ({len(store.skipped())} skipped)")
+    files = write_vectors(out, ids, vectors, config.pca, config.kind, config.shards, config.train_sample)
+    store.set_meta({"model_sha256": model, "model_name": variant.card.name, "variant": variant.to_dict(),
+                    "dims": run.dims, "pca": config.pca, "kind": config.kind, "output": run.output,
+                    "photos": len(ids), "vector_files": files, "built_at": time.time(), **(extra or {})})  # fmt: skip
+    remove_stale_shards(out, files)
+    sample = vectors[training_sample(len(vectors), config.train_sample)]
+    return IndexReport(len(ids), run.embedded, run.reused, store.skipped(), run.not_images, run.seconds, run.dims,
+                       config.pca, variance_kept(sample, config.pca), config.kind, len(files))  # fmt: skip
 
 
 def build_index(
@@ -144,25 +173,15 @@ def build_index(
     store = GalleryStore(out / STORE_FILE, create=True)
     try:
         model = variant.card.onnx_sha256
-        done = store.embedded(model)
-        seen = {sha: path for path, (_, sha) in done.items()}
-        todo, reused, skips = [], 0, {}
+        triage = Triage(store.embedded(model), config.max_file_mb)
+        todo = []
         for path in paths:
             size = path.stat().st_size
-            if size > config.max_file_mb * 2**20:
-                skips[path] = f"file of {size / 2**20:.0f} MiB is over the {config.max_file_mb:g} MiB limit"
-                continue
-            digest = file_sha256(path)
-            if done.get(str(path)) == (size, digest):
-                reused += 1
-            elif digest in seen and seen[digest] != str(path):
-                skips[path] = f"duplicate of {Path(seen[digest]).name}"
-            else:
-                seen[digest] = str(path)
+            if not triage.too_large(path, size) and triage.wanted(path, size, digest := file_sha256(path)):
                 todo.append(Photo(0, path, size, digest))
-        store.forget_except({str(p) for p in paths} - {str(p) for p in skips})
+        store.forget_except({str(p) for p in paths} - {str(p) for p in triage.skips})
         with store.transaction() as db:
-            for path, reason in skips.items():
+            for path, reason in triage.skips.items():
                 store.skip(db, path, reason)
         embedder = Embedder(variant)
         begin, embedded, failed = time.perf_counter(), 0, 0
@@ -175,16 +194,9 @@ def build_index(
             embedded, failed = embedded + len(batch.positions), failed + len(batch.failed)
             if progress:
                 progress(embedded + failed, len(todo))
-        seconds = time.perf_counter() - begin
-        ids, vectors = store.vectors(model)
-        if not len(ids):
-            raise InvalidInput(f"no photo under {folder} could be embedded ({len(store.skipped())} skipped)")
-        write_atomically(build_faiss(ids, vectors, config), out / VECTORS_FILE)
-        store.set_meta({"model_sha256": model, "model_name": variant.card.name, "variant": variant.to_dict(),
-                        "dims": embedder.dims, "pca": config.pca, "kind": config.kind, "output": embedder.output,
-                        "photos": len(ids), "built_at": time.time()})  # fmt: skip
-        return IndexReport(len(ids), embedded, reused, store.skipped(), not_images, seconds, embedder.dims,
-                           config.pca, variance_kept(vectors, config.pca), config.kind)  # fmt: skip
+        run = EmbedRun(embedded, triage.reused, not_images, time.perf_counter() - begin, embedder.dims,
+                       embedder.output)  # fmt: skip
+        return finish_index(store, out, folder, variant, config, run)
     finally:
         store.close()
 
@@ -202,18 +214,15 @@ class GalleryIndex:
     """A built index opened for search: the FAISS file plus the photos' metadata."""
 
     def __init__(self, folder: Path) -> None:
-        faiss = import_faiss()
         self.folder = folder
         self.store = GalleryStore(folder / STORE_FILE)
         self.meta = self.store.meta()
-        if "model_sha256" not in self.meta or not (folder / VECTORS_FILE).is_file():
+        files = self.meta.get("vector_files", [VECTORS_FILE])
+        if "model_sha256" not in self.meta or not all((folder / name).is_file() for name in files):
             raise InvalidInput(f"the gallery index in {folder.name} was never finished; run `turboinfer search "
                                "index` again to resume it")  # fmt: skip
-        try:
-            self.index = faiss.read_index(str(folder / VECTORS_FILE))
-        except RuntimeError:
-            raise InvalidInput(f"{VECTORS_FILE} in {folder.name} is corrupt; rebuild the index") from None
-        set_probes(self.index)
+        meta = self.meta
+        self.index, self.parts = read_vectors(folder, files, meta["dims"], meta["pca"], meta["photos"])
 
     def check_model(self, card: ModelCard) -> None:
         """Refuse a model other than the one the gallery was embedded with (its vectors would not compare)."""

@@ -18,7 +18,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from turboinfer.apps.imagesearch.embed import feature_output, image_preprocess, l2_normalize
-from turboinfer.apps.imagesearch.index import GalleryIndex, Hit, import_faiss
+from turboinfer.apps.imagesearch.index import GalleryIndex, Hit
+from turboinfer.apps.imagesearch.shards import import_faiss
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.preprocess import image_tensor
 from turboinfer.models.variant import Variant

@@ -33,7 +33,7 @@ ray = pytest.importorskip("ray")
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     """One local Ray instance (2 CPUs) for the module; every job below joins it."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 

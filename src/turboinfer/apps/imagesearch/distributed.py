@@ -87,8 +87,8 @@ def connect(ray: Any, config: RayConfig) -> bool:
         return False
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
-    if config.address == LOCAL:
-        ray.init(num_cpus=os.cpu_count(), **quiet)
+    if config.address == LOCAL:  # "local": a new instance even where another Ray runs on this machine
+        ray.init(address=LOCAL, num_cpus=os.cpu_count(), **quiet)
         return True
     check_reachable(config.address, config.connect_timeout_s)
     try:

@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.models.test_preprocess import png_claiming_size
@@ -71,3 +72,16 @@ def search_url(built, settings) -> Iterator[str]:
                                     ServeConfig(batching, max_body_bytes=2**20), batching)  # fmt: skip
     with running(server, server.app(service.routes())) as base:
         yield base
+
+
+def same_index(one: Path, other: Path) -> None:
+    """Same photo ids, paths and hashes, embeddings within float tolerance, same search results."""
+    a, b = GalleryIndex(one), GalleryIndex(other)
+    ids_a, vectors_a = a.store.vectors(a.meta["model_sha256"])
+    ids_b, vectors_b = b.store.vectors(b.meta["model_sha256"])
+    assert ids_a.tolist() == ids_b.tolist()
+    np.testing.assert_allclose(vectors_a, vectors_b, atol=1e-5)
+    photos_a, photos_b = a.store.photos(ids_a.tolist()), b.store.photos(ids_b.tolist())
+    assert photos_a == photos_b
+    hits_a, hits_b = a.search(vectors_a, k=5), b.search(vectors_b, k=5)
+    assert [[h.id for h in row] for row in hits_a] == [[h.id for h in row] for row in hits_b]

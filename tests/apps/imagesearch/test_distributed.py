@@ -12,11 +12,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.apps.imagesearch.conftest import GALLERY_PHOTOS, PCA, check_bad_files_skipped, gallery_with_bad_files
+from tests.apps.imagesearch.conftest import (
+    GALLERY_PHOTOS,
+    PCA,
+    check_bad_files_skipped,
+    gallery_with_bad_files,
+    same_index,
+)
 from turboinfer.apps.imagesearch.distributed import (
+    LOOPBACK_NODE,
     RayConfig,
     build_index_ray,
     check_reachable,
@@ -33,22 +39,9 @@ ray = pytest.importorskip("ray")
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     """One local Ray instance (2 CPUs) for the module; every job below joins it."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, _node_ip_address=LOOPBACK_NODE, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
-
-
-def same_index(one: Path, other: Path) -> None:
-    """Same photo ids, paths and hashes, embeddings within float tolerance, same search results."""
-    a, b = GalleryIndex(one), GalleryIndex(other)
-    ids_a, vectors_a = a.store.vectors(a.meta["model_sha256"])
-    ids_b, vectors_b = b.store.vectors(b.meta["model_sha256"])
-    assert ids_a.tolist() == ids_b.tolist()
-    np.testing.assert_allclose(vectors_a, vectors_b, atol=1e-5)
-    photos_a, photos_b = a.store.photos(ids_a.tolist()), b.store.photos(ids_b.tolist())
-    assert photos_a == photos_b
-    hits_a, hits_b = a.search(vectors_a, k=5), b.search(vectors_b, k=5)
-    assert [[h.id for h in row] for row in hits_a] == [[h.id for h in row] for row in hits_b]
 
 
 def test_ray_job_builds_the_same_index_as_one_process(local_ray, tmp_path, built, gallery, settings):

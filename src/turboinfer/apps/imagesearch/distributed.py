@@ -28,17 +28,20 @@ from turboinfer.apps.imagesearch.index import (
     finish_index,
     gallery_files,
 )
+from turboinfer.apps.imagesearch.ray_driver import JobFailed, drive
 from turboinfer.apps.imagesearch.store import GalleryStore, Photo
-from turboinfer.core.errors import InvalidInput, MissingExtra, TurboinferError
+from turboinfer.core.errors import InvalidInput, MissingExtra
 from turboinfer.models.variant import Variant
 
 LOCAL = "local"
+RAY_LOG = "ray-job.log"
+"""Beside the index: what Ray's driver logged during a job on a cluster."""
+LOOPBACK_NODE = "127.0.0.2"
+"""The address of a local instance's node: loopback, so its processes talk over nothing else. Not 127.0.0.1: Ray
+maps 127.0.0.1 and localhost to the machine's outward address (what a cluster needs); Linux routes all of
+127.0.0.0/8 to the loopback interface."""
 BATCHES_PER_TASK = 8
 """Photos per Ray task = batch × this: enough for the actor's decode pool to overlap decoding with the model."""
-
-
-class JobFailed(TurboinferError):
-    """The Ray job died (its cluster or driver connection went away); the previous index is untouched."""
 
 
 @dataclass(frozen=True)
@@ -88,13 +91,14 @@ def connect(ray: Any, config: RayConfig) -> bool:
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
     if config.address == LOCAL:  # "local": a new instance even where another Ray runs on this machine
-        ray.init(address=LOCAL, num_cpus=os.cpu_count(), **quiet)
+        ray.init(address=LOCAL, num_cpus=os.cpu_count(), _node_ip_address=LOOPBACK_NODE, **quiet)
         return True
     check_reachable(config.address, config.connect_timeout_s)
     try:
         ray.init(address=config.address, **quiet)
     except ConnectionError as err:
-        raise InvalidInput(f"could not join the Ray cluster at {config.address}: {err}") from None
+        raise InvalidInput(f"could not join the Ray cluster at {config.address}: {err} (a cluster with token "
+                           "authentication needs RAY_AUTH_MODE=token and its token)") from None  # fmt: skip
     return True
 
 
@@ -117,7 +121,7 @@ class PhotoEmbedder:
 
     def __init__(self, variant: Variant, done: dict[str, tuple[int, str]], max_file_mb: float, batch: int,
                  threads: int) -> None:  # fmt: skip
-        self.embedder = Embedder(replace(variant, options=replace(variant.options, intra_threads=threads)), threads)
+        self.embedder = Embedder(variant.with_threads(threads), threads)
         self.done, self.max_bytes, self.batch = done, max_file_mb * 2**20, batch
 
     def __call__(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -175,16 +179,29 @@ def build_index_ray(
     store = GalleryStore(out / STORE_FILE, create=True)
     try:
         refuse_other_settings(store.meta(), variant, config, out)
-        joined = connect(ray, scale)
-        try:
-            run, actors = embed_on_ray(ray, paths, store, variant, config, scale, progress)
-        finally:
-            if joined:
-                ray.shutdown()
+        job = (paths, out, variant, config, scale)
+        if scale.address == LOCAL or ray.is_initialized():  # nothing can take the cluster away from under us
+            run, actors = embed_job(*job, progress=progress)
+        else:
+            run, actors = drive(embed_job, job, progress, out / RAY_LOG)
         ray_settings = {"address": scale.address, "actors": actors, "threads_per_actor": scale.threads_per_actor}
         return finish_index(store, out, folder, variant, config, replace(run, not_images=not_images),
                             {"ray": ray_settings})  # fmt: skip
     finally:
+        store.close()
+
+
+def embed_job(paths: list[Path], out: Path, variant: Variant, config: IndexConfig, scale: RayConfig,
+              progress: Callable[[int, int], None] | None = None) -> tuple[EmbedRun, int]:  # fmt: skip
+    """Join Ray (unless this process already has), run the embedding job into the index folder's store, leave."""
+    ray = import_ray()
+    store = GalleryStore(out / STORE_FILE, create=True)
+    joined = connect(ray, scale)
+    try:
+        return embed_on_ray(ray, paths, store, variant, config, scale, progress)
+    finally:
+        if joined:
+            ray.shutdown()
         store.close()
 
 

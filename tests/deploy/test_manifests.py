@@ -1,12 +1,16 @@
 """The Kubernetes manifests validate against the Kubernetes schemas and agree with the server's behaviour."""
 
 import copy
+import re
+import shlex
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
+from typer.main import get_command
 
+from turboinfer.cli.search import search
 from turboinfer.serve.run import DRAIN_TIMEOUT_S
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
@@ -61,8 +65,11 @@ def json_patch(document: dict, operations: list[dict]) -> dict:
         node = out
         for key in parents:
             node = node[int(key)] if isinstance(node, list) else node[key]
-        key = int(last) if isinstance(node, list) else last
         assert op["op"] in ("add", "replace", "remove") and (op["op"] == "add" or last in node or last.isdigit())
+        if isinstance(node, list) and last == "-":  # append
+            node.append(op["value"])
+            continue
+        key = int(last) if isinstance(node, list) else last
         if op["op"] == "remove":
             del node[key]
         else:
@@ -70,15 +77,23 @@ def json_patch(document: dict, operations: list[dict]) -> dict:
     return out
 
 
-def test_the_llm_overlay_renders_valid_manifests_that_serve_the_llm():
-    overlay = yaml.safe_load((K8S / "llm" / "kustomization.yaml").read_text())
-    assert overlay["resources"] == ["../"]
+def render_overlay(name: str) -> dict[str, dict]:
+    """The base manifests an overlay patches, patched and validated, by kind."""
+    overlay = yaml.safe_load((K8S / name / "kustomization.yaml").read_text())
+    assert overlay["resources"][0] == "../"
     kinds = {"ConfigMap": "configmap.yaml", "Deployment": "deployment.yaml", "HorizontalPodAutoscaler": "hpa.yaml"}
     rendered = {}
     for patch in overlay["patches"]:
         kind = patch["target"]["kind"]
         rendered[kind] = json_patch(load(kinds[kind]), yaml.safe_load(patch["patch"]))
         kubernetes_validate.validate(rendered[kind], VERSION, strict=True)
+    for extra in overlay["resources"][1:]:
+        kubernetes_validate.validate(load(f"{name}/{extra}"), VERSION, strict=True)
+    return rendered
+
+
+def test_the_llm_overlay_renders_valid_manifests_that_serve_the_llm():
+    rendered = render_overlay("llm")
     data, args = rendered["ConfigMap"]["data"], rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]
     assert data["TURBOINFER_MODELS"] == "smollm2-135m"
     for option in ("--streams", "--kv-cache-gb", "--max-new-tokens", "--queue"):
@@ -87,3 +102,24 @@ def test_the_llm_overlay_renders_valid_manifests_that_serve_the_llm():
     metric = rendered["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["pods"]["metric"]["name"]
     rules = [r["name"]["as"] for r in load("prometheus-adapter-rules.yaml")["rules"]["custom"]]
     assert metric == "turboinfer_llm_requests_waiting" and metric in rules
+
+
+def test_the_search_overlay_serves_replicas_from_one_read_only_index_volume():
+    rendered = render_overlay("search")
+    data = rendered["ConfigMap"]["data"]
+    pod = rendered["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "index")
+    volume = next(v for v in pod["volumes"] if v["name"] == "index")
+    claim = load("search/index-pvc.yaml")
+    assert mount == {"name": "index", "mountPath": data["TURBOINFER_INDEX"], "readOnly": True}
+    assert volume["persistentVolumeClaim"] == {"claimName": claim["metadata"]["name"], "readOnly": True}
+    assert claim["spec"]["accessModes"] == ["ReadOnlyMany"]
+    command = re.sub(r"\$\((\w+)\)", lambda m: data[m.group(1)], container["args"][0])  # every setting resolves
+    words = shlex.split(command)
+    assert words[:4] == ["exec", "turboinfer", "search", "serve"]
+    serve = get_command(search).commands["serve"]
+    params = serve.make_context("serve", words[4:]).params  # the real CLI parses these arguments
+    assert params["index"] == Path("/index") and params["threads"] == int(data["TURBOINFER_THREADS"])
+    assert container["resources"]["limits"]["cpu"] == data["TURBOINFER_THREADS"]
+    assert rendered.keys() == {"ConfigMap", "Deployment"}  # the base HPA (queue time per request) scales it

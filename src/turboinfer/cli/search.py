@@ -120,18 +120,24 @@ def serve_command(
     preprocess: Annotated[str, typer.Option(help="fast (the data path) or baseline (Pillow full decode).")] = "fast",
     host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
+    threads: Annotated[int, typer.Option(min=0, help="Intra-op threads; 0 = the variant's, else the default.")] = 0,
     max_batch: Annotated[int, typer.Option(min=1)] = 8,
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
     queue: Annotated[int, typer.Option(min=1)] = 256,
+    overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
-    """The search page at /, POST /v1/search, plus the model's KServe V2 routes, metrics and health."""
+    """The search page at /, POST /v1/search, plus the model's KServe V2 routes, metrics and health; the index
+    folder is opened read-only (replicas may share it)."""
     server_logging(log_level, log_format)
+    if overload_status not in (429, 503):
+        raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
     gallery = GalleryIndex(index)
-    variant = index_variant(gallery, model, settings())
+    variant = index_variant(gallery, model, settings()).with_threads(threads)
     batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue)
-    server, service = search_server(gallery, variant, ServeConfig(batching), batching, preprocess)
+    config = ServeConfig(batching, overload_status=overload_status)
+    server, service = search_server(gallery, variant, config, batching, preprocess)
     render.console.print(f"searching {gallery.index.ntotal} photos with {variant.label} on http://{host}:{port}/")
     run_app(server, server.app(service.routes()), host, port)
 

@@ -44,6 +44,10 @@ class Variant:
             "options": self.options.to_dict(),
         }
 
+    def with_threads(self, threads: int) -> Variant:
+        """This variant on `threads` intra-op threads; itself when threads is 0 (keep what it has)."""
+        return replace(self, options=replace(self.options, intra_threads=threads)) if threads else self
+
     def open(self) -> Session:
         """A Session running this variant (PyTorch eager for backend "torch")."""
         if self.backend == "torch":
@@ -56,7 +60,7 @@ def parse_variant(text: str, settings: Settings, backend: str = "ort", threads: 
     when not 0, also replaces a variant file's (its backend is part of what was optimized and stays)."""
     if text.endswith(VARIANT_SUFFIX):
         variant = load_variant(Path(text), settings)
-        return replace(variant, options=replace(variant.options, intra_threads=threads)) if threads else variant
+        return variant.with_threads(threads)
     model, _, chosen = text.partition("@")
     chosen = chosen or backend
     if chosen not in ALL_BACKENDS:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
+import sqlite3
 import urllib.error
 import urllib.request
 
 import pytest
 
+from tests.apps.imagesearch.conftest import PCA
 from tests.serve.conftest import metric, running
-from turboinfer.apps.imagesearch.index import GalleryIndex
+from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_index
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.variant import parse_variant
@@ -89,3 +92,25 @@ def test_serving_another_model_is_refused(built, settings, mobilenet):
     with pytest.raises(InvalidInput, match="unknown preprocessing 'gpu'"):
         search_server(GalleryIndex(built), parse_variant("efficientnet-lite0", settings), ServeConfig(batching),
                       batching, preprocess="gpu")  # fmt: skip
+
+
+def test_replicas_share_one_sharded_index_folder_read_only(tmp_path, gallery, search_url, settings):
+    variant = parse_variant("efficientnet-lite0", settings)
+    build_index(gallery, tmp_path, variant, IndexConfig(pca=PCA, shards=3))
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
+    path = sorted(gallery.glob("*.jpg"))[7]
+    photo = path.read_bytes()
+    single = json.loads(call(f"{search_url}/v1/search?k=5", photo)[1])["results"]
+    answers = []
+    indexes = [GalleryIndex(tmp_path), GalleryIndex(tmp_path)]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        indexes[0].store.set_meta({"touched": True})
+    for index in indexes:
+        batching = BatcherConfig(max_batch=2, max_delay_s=0.001)
+        server, service = search_server(index, variant, ServeConfig(batching), batching)
+        with running(server, server.app(service.routes())) as base:
+            answers.append(json.loads(call(f"{base}/v1/search?k=5", photo)[1])["results"])
+            assert json.loads(call(f"{base}/v1/index")[1])["photos"] == 24
+    names = [[hit["name"] for hit in answer] for answer in (single, *answers)]
+    assert names[0] == names[1] == names[2] and names[0][0] == path.name
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()} == before

@@ -36,14 +36,20 @@ class Photo:
 
 
 class GalleryStore:
-    """Photos, their embeddings and the index settings in one SQLite file (each write is one transaction)."""
+    """Photos, their embeddings and the index settings in one SQLite file (each write is one transaction).
+    Opened to build (create) it is writable; opened to search it is read-only, so that server replicas can share
+    one folder on a read-only volume."""
 
     def __init__(self, path: Path, create: bool = False) -> None:
         if not create and not path.is_file():
             raise InvalidInput(f"no gallery index at {path.parent} (build one with `turboinfer search index`)")
         try:
-            self._db = sqlite3.connect(path, check_same_thread=False)
-            self._db.executescript(SCHEMA)
+            if create:
+                self._db = sqlite3.connect(path, check_same_thread=False)
+                self._db.executescript(SCHEMA)
+            else:
+                self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+                self._db.execute("SELECT COUNT(*) FROM meta").fetchone()  # a file that is no gallery index fails here
         except sqlite3.DatabaseError as err:
             raise InvalidInput(f"{path.name} is not a valid gallery index: {err}") from None
 

@@ -11,7 +11,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -129,24 +129,28 @@ class PhotoEmbedder:
         sizes, digests = np.zeros(len(paths), np.int64), [""] * len(paths)
         states, reasons = ["embedded"] * len(paths), [""] * len(paths)
         vectors = np.zeros((len(paths), self.embedder.dims), np.float32)
-        todo: dict[int, bytes] = {}
-        for i, path in enumerate(paths):
-            try:
-                sizes[i] = os.stat(path).st_size
-            except OSError as err:
-                states[i], reasons[i] = "unreadable", f"cannot read the file: {err.strerror}"
-                continue
-            if sizes[i] > self.max_bytes:
-                states[i] = "too large"
-                continue
-            data = read_or_empty(Path(path))
-            digests[i] = hashlib.sha256(data).hexdigest()
-            if self.done.get(path) == (sizes[i], digests[i]):
-                states[i] = "reused"
-            else:
-                todo[i] = data
-        order = list(todo)
-        for batch in self.embedder.embed_batches((todo[i] for i in order), self.batch):
+        order: list[int] = []  # row of each photo handed to the embedder, in the order handed
+
+        def photos_to_embed() -> Iterator[bytes]:
+            """Read and hash lazily, so that reading overlaps the decode pool and the model."""
+            for i, path in enumerate(paths):
+                try:
+                    sizes[i] = os.stat(path).st_size
+                except OSError as err:
+                    states[i], reasons[i] = "unreadable", f"cannot read the file: {err.strerror}"
+                    continue
+                if sizes[i] > self.max_bytes:
+                    states[i] = "too large"
+                    continue
+                data = read_or_empty(Path(path))
+                digests[i] = hashlib.sha256(data).hexdigest()
+                if self.done.get(path) == (sizes[i], digests[i]):
+                    states[i] = "reused"
+                    continue
+                order.append(i)
+                yield data
+
+        for batch in self.embedder.embed_batches(photos_to_embed(), self.batch):
             for position, vector in zip(batch.positions, batch.vectors, strict=True):
                 vectors[order[position]] = vector
             for position, reason in batch.failed.items():

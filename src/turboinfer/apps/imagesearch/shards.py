@@ -27,10 +27,14 @@ def import_faiss() -> Any:
     return faiss
 
 
+def ivf_lists(count: int) -> int:
+    """Inverted lists of an IVF index over count photos: 4·√count, with ≥ 39 training points per list (faiss)."""
+    return max(1, min(int(4 * math.sqrt(count)), count // 39))
+
+
 def factory_string(count: int, pca: int, kind: str) -> str:
     """The faiss.index_factory description: optional PCA + re-normalization, then the index kind."""
-    lists = max(1, min(int(4 * math.sqrt(count)), count // 39))  # faiss wants ≥ 39 training points per list
-    body = {"flat": "Flat", "hnsw": "HNSW32", "ivf": f"IVF{lists},Flat"}[kind]
+    body = {"flat": "Flat", "hnsw": "HNSW32", "ivf": f"IVF{ivf_lists(count)},Flat"}[kind]
     return f"PCA{pca},L2norm,{body}" if pca else body
 
 

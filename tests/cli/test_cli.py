@@ -115,6 +115,7 @@ def test_bench_and_serve_argument_errors_fail_before_any_work(effnet, tmp_path):
         (("bench", "--http", "http://127.0.0.1:9/x", "--body", "v2-json", "--rate", "1"), "V2 bodies need --model"),
         (("serve", "efficientnet-lite0", "--canary", "a", "--shadow", "b"), "not both"),
         (("serve", "efficientnet-lite0", "--overload-status", "500"), "429 or 503"),
+        (("search", "serve", str(tmp_path), "--overload-status", "500"), "429 or 503"),
     ]
     for args, message in cases:
         result = run(*args)

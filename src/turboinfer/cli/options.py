@@ -18,6 +18,16 @@ LogFormatOption = Annotated[str, typer.Option(help="Server log lines as text or 
 TokenizerOption = Annotated[Path | None, typer.Option(help="A tokenizer.json for a text model that has none.")]
 
 
+def overload_status(value: int) -> int:
+    """--overload-status: 429 or 503 (BadParameter for anything else)."""
+    if value not in (429, 503):
+        raise typer.BadParameter("choose 429 or 503")
+    return value
+
+
+OverloadStatusOption = Annotated[int, typer.Option(help="429 or 503 when the queue is full.", callback=overload_status)]
+
+
 def settings() -> Settings:
     """Settings from the environment (TURBOINFER_CACHE)."""
     return Settings.from_env(os.environ)

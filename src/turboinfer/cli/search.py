@@ -17,7 +17,14 @@ from turboinfer.apps.imagesearch.query import index_variant, query_photo
 from turboinfer.apps.imagesearch.recall import evaluate_recall
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.cli import render
-from turboinfer.cli.options import JsonOption, LogFormatOption, LogLevelOption, server_logging, settings
+from turboinfer.cli.options import (
+    JsonOption,
+    LogFormatOption,
+    LogLevelOption,
+    OverloadStatusOption,
+    server_logging,
+    settings,
+)
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import VARIANT_SUFFIX, parse_variant
@@ -124,15 +131,13 @@ def serve_command(
     max_batch: Annotated[int, typer.Option(min=1)] = 8,
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
     queue: Annotated[int, typer.Option(min=1)] = 256,
-    overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
+    overload_status: OverloadStatusOption = 429,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:
     """The search page at /, POST /v1/search, plus the model's KServe V2 routes, metrics and health; the index
     folder is opened read-only (replicas may share it)."""
     server_logging(log_level, log_format)
-    if overload_status not in (429, 503):
-        raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
     gallery = GalleryIndex(index)
     variant = index_variant(gallery, model, settings()).with_threads(threads)
     batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue)

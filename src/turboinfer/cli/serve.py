@@ -10,7 +10,14 @@ from typing import Annotated
 import typer
 
 from turboinfer.cli import render
-from turboinfer.cli.options import LogFormatOption, LogLevelOption, int_list, server_logging, settings
+from turboinfer.cli.options import (
+    LogFormatOption,
+    LogLevelOption,
+    OverloadStatusOption,
+    int_list,
+    server_logging,
+    settings,
+)
 from turboinfer.models.llm import is_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.app import ServeConfig
@@ -41,7 +48,7 @@ def serve(
                                        "every stream is busy; 0 admits only into a free stream).")] = 256,
     instances: Annotated[int, typer.Option(min=1, help="Batches computed at once, per model.")] = 1,
     preferred: Annotated[str, typer.Option(help="Batch sizes to close at without waiting, e.g. 4,8.")] = "",
-    overload_status: Annotated[int, typer.Option(help="429 or 503 when the queue is full.")] = 429,
+    overload_status: OverloadStatusOption = 429,
     max_body_mb: Annotated[float, typer.Option(help="Largest request body, MiB.")] = 16.0,
     canary: Annotated[
         str | None, typer.Option(help="A second variant answering --canary-share of the traffic.")
@@ -67,8 +74,6 @@ def serve(
     """KServe V2 server with dynamic batching, an image route, health probes and Prometheus metrics; LLMs get
     OpenAI-compatible routes (/v1/chat/completions, /v1/completions, streaming) with continuous batching."""
     server_logging(log_level, log_format)
-    if overload_status not in (429, 503):
-        raise typer.BadParameter("choose 429 or 503", param_hint="--overload-status")
     if canary and shadow:
         raise typer.BadParameter("choose --canary or --shadow, not both", param_hint="--shadow")
     env = settings()

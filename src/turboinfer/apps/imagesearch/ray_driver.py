@@ -56,6 +56,7 @@ def run_child(send: Any, job: Callable[..., Any], args: tuple[Any, ...], log: st
     """The child's side: stderr to the log, then the job; every outcome sent back as (kind, value)."""
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 2)
+    os.close(fd)
     try:
         send.send(("done", job(*args, progress=lambda done, total: send.send(("progress", (done, total))))))
     except TurboinferError as err:

@@ -147,6 +147,10 @@ def test_a_killed_head_fails_the_job_clearly_and_the_index_stays(cluster, tmp_pa
     hits = [[h.id for h in row] for row in before.search(vectors, k=3)]
     for path in sorted(gallery.glob("*.jpg"))[12:]:
         shutil.copy(path, photos)
+    deadline = time.monotonic() + 60
+    while any(node.runs_an_actor() for node in workers):  # the first job's actors, still exiting
+        assert time.monotonic() < deadline, "the first job's actors did not exit"
+        time.sleep(0.1)
     job = index_job(photos, out, address)
     kill_when_an_actor_runs(job, workers, victim=head)
     output = job.communicate(timeout=300)[0]

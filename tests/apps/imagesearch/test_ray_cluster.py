@@ -158,3 +158,12 @@ def test_a_killed_head_fails_the_job_clearly_and_the_index_stays(cluster, tmp_pa
     after = GalleryIndex(out)
     assert after.meta == before.meta and after.index.ntotal == len(ids) == 12
     assert [[h.id for h in row] for row in after.search(vectors, k=3)] == hits
+
+
+def test_joining_without_the_clusters_token_is_a_clear_error(cluster, tmp_path, gallery, monkeypatch):
+    address, _ = cluster
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the job's process sends no token
+    job = index_job(gallery, tmp_path / "index", address)
+    output = job.communicate(timeout=300)[0]
+    assert job.returncode == 2, output
+    assert f"could not join the Ray cluster at {address}" in output and "RAY_AUTH_MODE=token" in output, output

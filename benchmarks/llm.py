@@ -3,12 +3,14 @@
 Run: .venv/bin/pip install llama-cpp-python   # the peer: a source build, about 6 minutes on 2 cores
      .venv/bin/python benchmarks/llm.py [engines|streams|cache ...]
 - engines: llama-bench style pp512 and tg128 (after a 16-token prompt) with 95% CIs, 2 threads: llama.cpp on the
-  GGUF as shipped, OpenVINO GenAI (continuous-batching pipeline, as turboinfer serves it), ONNX Runtime GenAI at
-  fp32 / int8 / int4, each next to the bandwidth bound of its weights.
+  GGUF as shipped, OpenVINO GenAI (continuous-batching pipeline, as turboinfer serves it) on the Q8_0 GGUF and on
+  the shipped Q4_1, ONNX Runtime GenAI at fp32 / int8 / int4, each next to the bandwidth bound of its weights.
 - streams: aggregate output tok/s of 16 streams (16 distinct 512-token windows of real prose, 128 new tokens
   each): OpenVINO GenAI's LLMPipeline with the 16 prompts in one generate (the issue's reference) against
-  turboinfer's continuous-batching engine.
+  turboinfer's continuous-batching engine, both on the Q8_0 GGUF.
 - cache: transformers decode tok/s with and without its KV cache after a 512-token prompt.
+- fidelity: each engine and weight layout against the transformers oracle on held-out prose (8 prompts of 48
+  tokens, 32 greedy tokens each; teacher-forced metrics on 256 tokens where the engine exposes logits).
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ from typing import Any
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import memory_bandwidth_gbps
 from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
-from turboinfer.models.llm import GeneratorVariant, build_llm, gguf_path, llm_entry, open_generator
+from turboinfer.models.llm import (
+    OV_WEIGHTS,
+    GeneratorVariant,
+    build_llm,
+    gguf_path,
+    llm_entry,
+    open_generator,
+    openvino_gguf,
+)
 from turboinfer.models.sentences import Prose
+from turboinfer.optimize.generation import fidelity_of
 from turboinfer.profile.generation import GenProfileRequest, cache_gain
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText, TextAssembler, prompt_ids
 
@@ -104,8 +115,10 @@ def engines(settings: Settings) -> None:
         print(f"| llama.cpp (llama-cpp-python) | q4_1 | {problem} | | | |")
     else:
         runs.append(("llama.cpp (llama-cpp-python)", "q4_1", LlamaCpp(gguf, THREADS)))
-    runs.append(("OpenVINO GenAI (turboinfer's serving engine)", "q4_1",
-                 open_generator(GeneratorVariant(card.name, threads=THREADS), settings)))  # fmt: skip
+    for weights in OV_WEIGHTS:
+        variant = GeneratorVariant(card.name, weights=weights, threads=THREADS)
+        runs.append((f"OpenVINO GenAI {weights} (turboinfer's serving engine)", weights,
+                     open_generator(variant, settings)))  # fmt: skip
     for weights in ("fp32", "int8", "int4"):
         variant = GeneratorVariant(card.name, "ort-genai", weights, threads=THREADS)
         runs.append((f"ONNX Runtime GenAI {weights}", weights, open_generator(variant, settings)))
@@ -132,14 +145,14 @@ def streams(settings: Settings, count: int = 16) -> None:
     tokens = sum(r.completion_tokens for r in ours.generate_many(requests))
     ours_rate = tokens / (time.perf_counter() - begin)
     del ours
-    pipe = openvino_genai.LLMPipeline(str(card.gguf), "CPU", INFERENCE_NUM_THREADS=THREADS)
+    pipe = openvino_genai.LLMPipeline(str(openvino_gguf(card, "q8_0")), "CPU", INFERENCE_NUM_THREADS=THREADS)
     config = openvino_genai.GenerationConfig()
     config.max_new_tokens, config.ignore_eos = 128, True
     pipe.generate(prompts[:2], config)  # warm-up
     begin = time.perf_counter()
     pipe.generate(prompts, config)
     raw_rate = count * 128 / (time.perf_counter() - begin)
-    print(f"#### {count} streams, 512-token prompts, 128 new tokens each, {THREADS} threads\n")
+    print(f"#### {count} streams, 512-token prompts, 128 new tokens each, {THREADS} threads, Q8_0 GGUF\n")
     print("| engine | output tok/s |\n| --- | --- |")
     print(f"| OpenVINO GenAI LLMPipeline, {count} prompts in one generate | {raw_rate:.1f} |")
     print(f"| turboinfer's engine (ContinuousBatchingPipeline, generate_many) | {ours_rate:.1f} |")
@@ -158,11 +171,31 @@ def cache(settings: Settings) -> None:
     )
 
 
+def fidelity(settings: Settings) -> None:
+    card = build_llm("smollm2-135m", settings)
+    oracle = open_generator(GeneratorVariant(card.name, "transformers", "fp32", threads=THREADS), settings)
+    prose = Prose(oracle)
+    prose.window(4096)  # past the benchmarks' prompts, as optimize does
+    text, prompts = list(prose.window(256)), [prose.window(48) for _ in range(8)]
+    print("#### Fidelity against the oracle (transformers FP32 on the de-quantized GGUF)\n")
+    print("| engine | weights | teacher-forced agreement | perplexity ratio | greedy-path agreement | "
+          "greedy exact match, tokens of 32 |\n" + "| --- " * 6 + "|")  # fmt: skip
+    variants = [GeneratorVariant(card.name, weights=w, threads=THREADS) for w in OV_WEIGHTS]
+    variants += [GeneratorVariant(card.name, "ort-genai", w, threads=THREADS) for w in ("int8", "int4")]
+    for variant in variants:
+        f = fidelity_of(open_generator(variant, settings), oracle, text, prompts)
+        forced = (f"{f['next_token_agreement']:.3f} | {f['perplexity_ratio']:.3f}" if "next_token_agreement" in f
+                  else "— (no logits) | —")  # fmt: skip
+        print(f"| {variant.engine} | {variant.weights} | {forced} | {f['path_agreement']:.3f} | "
+              f"{f['greedy_exact_match_tokens']:.1f} |", flush=True)  # fmt: skip
+    print()
+
+
 def main() -> None:
     settings = Settings.from_env(os.environ)
-    parts = sys.argv[1:] or ["engines", "streams", "cache"]
+    parts = sys.argv[1:] or ["engines", "streams", "cache", "fidelity"]
     for part in parts:
-        {"engines": engines, "streams": streams, "cache": cache}[part](settings)
+        {"engines": engines, "streams": streams, "cache": cache, "fidelity": fidelity}[part](settings)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,11 @@ def test_profile_and_optimize_quick(tmp_path):
     report = json.loads((tmp_path / "p.json").read_text())
     assert report["cache"]["gain"] > 5 and report["kv"]["bytes_per_token"] == 30 * 2 * 3 * 64
     assert report["recommendations"] and report["roofline"]["decode_bound_tokens_per_s"] > 0
-    optimized = run("optimize", "smollm2-135m", "--quick", "--out", str(tmp_path / "o"))
+    optimized = run("optimize", "smollm2-135m", "--quick", "--objective", "throughput", "--batch", "4", "--out",
+                    str(tmp_path / "o"))  # fmt: skip
     assert optimized.returncode == 0, optimized.stderr
     log = json.loads((tmp_path / "o" / "decision-log.json").read_text())
     assert log["chosen"]["status"] == "chosen" and all(o["reason"] for o in log["outcomes"])
+    assert "output tok/s at 4 streams" in log["chosen"]["reason"]
+    q8 = next(o for o in log["outcomes"] if o["label"].startswith("smollm2-135m@openvino-genai q8_0"))
+    assert q8["status"] != "rejected" and q8["fidelity"]["path_agreement"] >= 0.9, q8

@@ -28,7 +28,7 @@ def oracle(llm, settings):
 
 @pytest.fixture(scope="module")
 def engines(llm, settings):
-    """OpenVINO GenAI on the GGUF and ONNX Runtime GenAI at 8-bit weights."""
+    """OpenVINO GenAI on the Q8_0 GGUF and ONNX Runtime GenAI at 8-bit weights."""
     return {
         "openvino-genai": open_generator(GeneratorVariant("smollm2-135m", threads=2), settings),
         "ort-genai": open_generator(GeneratorVariant("smollm2-135m", "ort-genai", "int8", threads=2), settings),
@@ -67,14 +67,16 @@ def test_onnx_runtime_genai_agrees_with_the_oracle_teacher_forced(engines, oracl
     assert common_prefix(engines["ort-genai"].generate(request).tokens, oracle.generate(request).tokens) >= 8
 
 
-def test_openvino_genai_follows_the_oracle_on_its_greedy_path(engines, oracle):
-    """OpenVINO GenAI reads the Q4_1 GGUF its own way: on its greedy path the oracle picks the same token ~78% of
-    the time (docs/llm.md; ORT GenAI int8: 98%, its int4 re-quantization: 76%). The check is that it stays there."""
-    ids = oracle.tokenize(PROMPT)
-    result = engines["openvino-genai"].generate(GenerationRequest(tuple(ids), max_tokens=24, ignore_eos=True))
-    agreement = path_agreement(oracle.teacher_forced(ids + result.tokens), len(ids), result.tokens)
-    assert agreement >= 0.6, (agreement, result.text)
-    assert engines["openvino-genai"].tokenize(PROMPT) == ids  # the same tokenizer, read from the same GGUF
+def test_openvino_genai_follows_the_oracle_on_its_greedy_path(engines, oracle, prose):
+    """OpenVINO GenAI on the Q8_0 GGUF (re-quantized from the de-quantized weights; its logits are not exposed):
+    the oracle picks the same token on its greedy path (the shipped Q4_1 through OpenVINO's reader: ~77%,
+    docs/llm.md) and their greedy texts start alike."""
+    request = GenerationRequest(tuple(prose[:48]), max_tokens=24, ignore_eos=True)
+    result = engines["openvino-genai"].generate(request)
+    agreement = path_agreement(oracle.teacher_forced(prose[:48] + result.tokens), 48, result.tokens)
+    assert agreement >= 0.9, (agreement, result.text)
+    assert common_prefix(result.tokens, oracle.generate(request).tokens) >= 8
+    assert engines["openvino-genai"].tokenize(PROMPT) == oracle.tokenize(PROMPT)  # the tokenizer came along
 
 
 @pytest.mark.parametrize("engine", ["openvino-genai", "ort-genai", "transformers"])

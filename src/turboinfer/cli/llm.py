@@ -63,9 +63,9 @@ def bench_llm(model: str, vs: str | None, threads: int, runs: int | None, store:
         render_llm.write_json(json_path, data)
 
 
-def optimize_llm(model: str, quick_run: bool, out: Path, agreement: float, perplexity_ratio: float) -> None:
+def optimize_llm(model: str, quick_run: bool, out: Path, budget: GenBudget, objective: str, streams: int) -> None:
     """`turboinfer optimize LLM`."""
-    plan = GenPlan(model.partition("@")[0], GenBudget(agreement, perplexity_ratio))
+    plan = GenPlan(model.partition("@")[0], budget, objective=objective, streams=streams)
     plan = quick(plan) if quick_run else plan
     with render_llm.progress() as step:
         result = optimize_generator(plan, settings(), step)

@@ -32,6 +32,7 @@ from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
 from turboinfer.models.llm import build_llm, is_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.optimize import artifacts
+from turboinfer.optimize.generation import GenBudget
 from turboinfer.optimize.plan import Plan, load_plan, quick_plan
 from turboinfer.optimize.run import run as run_optimize
 from turboinfer.optimize.search import expand
@@ -253,7 +254,13 @@ def optimize(
         float, typer.Option(min=0.01, max=0.99, help="Inputs whose top-1 probability is ≥ this judge agreement.")
     ] = DECISIVE_P,
     tokenizer: TokenizerOption = None,
-    objective: Annotated[str, typer.Option(help="latency (at --batch) or throughput (items/s).")] = "latency",
+    objective: Annotated[
+        str,
+        typer.Option(
+            help="latency (at --batch) or throughput (items/s). LLMs: latency = one stream's decode tok/s, "
+            "throughput = output tok/s of --batch concurrent streams (16 when --batch is 1)."
+        ),
+    ] = "latency",
     batch: Annotated[int, typer.Option(min=1)] = 1,
     p99_target_ms: Annotated[
         float | None, typer.Option(help="Reject candidates whose p99 per call exceeds this (with throughput).")
@@ -281,7 +288,7 @@ def optimize(
     if is_llm(model):
         allowed = percent(budget, "--budget") if budget else None
         agreement, ratio = (0.90, 1.05) if allowed is None else (1 - allowed, 1 + allowed / 2)
-        optimize_llm(model, quick, out, agreement, ratio)
+        optimize_llm(model, quick, out, GenBudget(agreement, ratio), objective, batch if batch > 1 else 16)
         return
     drop, points = budget_drop(budget or "1%")
     fields = {

@@ -80,14 +80,19 @@ def generation_bench(results: list[dict[str, Any]], ratios: dict[str, tuple[Pair
 def generation_optimize(result: GenResult) -> None:
     """The candidates, their fidelity and speed, and the choice."""
     table = Table(title=f"candidates for {result.plan.model}")
-    for column in ("candidate", "status", "tg tok/s", "pp tok/s", "agreement", "ppl ratio", "reason"):
+    streams = result.plan.objective == "throughput"
+    columns = ("candidate", "status", "tg tok/s", "pp tok/s", *(("streams tok/s",) if streams else ()), "agreement",
+               "ppl ratio", "reason")  # fmt: skip
+    for column in columns:
         table.add_column(column)
     for o in result.outcomes:
         f = o.fidelity
         agreement = f.get("next_token_agreement", f.get("path_agreement"))
         tg = next(iter(o.speed["tg"].values()))["median"] if o.speed else None
+        many = o.speed.get("streams", {}).get("output_tokens_per_s")
         table.add_row(escape(o.variant.label), o.status, f"{tg:.1f}" if tg else "—",
-                      f"{o.speed['pp']['median']:.0f}" if o.speed else "—", f"{agreement:.3f}" if agreement else "—",
+                      f"{o.speed['pp']['median']:.0f}" if o.speed else "—",
+                      *((f"{many:.0f}" if many else "—",) if streams else ()), f"{agreement:.3f}" if agreement else "—",
                       f"{f['perplexity_ratio']:.3f}" if "perplexity_ratio" in f else "—", escape(o.reason))  # fmt: skip
     console.print(table)
     console.print(f"[bold]chosen:[/] {escape(result.chosen.variant.label)} — {escape(result.chosen.reason)}")

@@ -5,6 +5,7 @@ optimize share."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from turboinfer.measure.stats import bootstrap_ci
 from turboinfer.models.sentences import Prose
-from turboinfer.runtime.generate import GenerationRequest, Generator
+from turboinfer.runtime.generate import GenerationRequest, GenerationResult, Generator
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,15 @@ def bench_generator(label: str, generator: Generator, config: GenBenchConfig) ->
     for _ in range(config.repeats):
         one_round(generator, prose, config, out)
     return out
+
+
+def concurrent_run(
+    generator: Generator, prose: Prose, streams: int, prompt: int, generate: int
+) -> tuple[list[GenerationResult], float]:
+    """`streams` requests of distinct prose prompts at once (engines that batch streams: `generate_many`; the others
+    one after another); their results and the seconds they took together."""
+    requests = [GenerationRequest(prose.window(prompt), max_tokens=generate, ignore_eos=True) for _ in range(streams)]
+    many = getattr(generator, "generate_many", None)
+    start = time.perf_counter()
+    results = many(requests) if many else [generator.generate(r) for r in requests]
+    return results, time.perf_counter() - start

@@ -22,6 +22,14 @@ from turboinfer.core.settings import Settings
 LLM_CARD = "llm.card.json"
 ORT_PRECISIONS = ("fp32", "int8", "int4")
 """Weight precisions ONNX Runtime GenAI's model builder writes for the CPU (int8/int4: MatMulNBits)."""
+OV_WEIGHTS = ("q8_0", "q4_1")
+"""GGUF layouts OpenVINO GenAI runs: q8_0 re-quantized from the de-quantized weights (faithful), q4_1 as shipped
+(OpenVINO's reader strays from it: docs/llm.md, "Fidelity")."""
+
+BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1 + 4 / 32, "int4": 0.5 + 4 / 32,
+                    "q8_0": 1 + 2 / 32, "q4_1": 0.5 + 4 / 32}  # fmt: skip
+"""Bytes per weight of each precision with its scales per 32 weights (FP32 in ONNX Runtime's MatMulNBits; FP16 in
+GGUF, and Q4_1's minimum too)."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +77,10 @@ class LlmCard:
         return 2 * self.layers * self.kv_heads * self.head_dim
 
     def weight_bytes(self, precision: str) -> float:
-        """Bytes of weights read per decoded token at a precision (fp32 4, bf16/fp16 2, int8 1, 4-bit ½ byte per
-        parameter, plus the group scales of 4-bit formats)."""
-        per = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "int4": 0.5 + 4 / 32, "q4_1": 0.5 + 4 / 32}
-        if precision not in per:
+        """Bytes of weights read per decoded token at a precision (BYTES_PER_WEIGHT)."""
+        if precision not in BYTES_PER_WEIGHT:
             raise InvalidModel(f"unknown weight precision {precision!r}")
-        return self.parameters * per[precision]
+        return self.parameters * BYTES_PER_WEIGHT[precision]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (paths as strings)."""
@@ -140,8 +146,8 @@ def load_llm_card(path: Path) -> LlmCard:
 
 
 def build_llm(name: str, settings: Settings, force: bool = False) -> LlmCard:
-    """The built LLM (the safetensors folder exported from the GGUF once, needs the torch extra), reused when its
-    card and folder exist."""
+    """The built LLM (the safetensors folder exported from the GGUF once, needs the torch extra; the Q8_0 GGUF that
+    OpenVINO GenAI serves), reused when its card and folder exist."""
     entry = llm_entry(name)
     gguf = gguf_path(entry)
     final = llm_dir(settings, name)
@@ -156,10 +162,33 @@ def build_llm(name: str, settings: Settings, force: bool = False) -> LlmCard:
         facts = export_safetensors(gguf, Path(tmp) / "hf")
         card = LlmCard(name=name, gguf=gguf, hf_folder=final / "hf", description=entry.description, **facts)
         (Path(tmp) / LLM_CARD).write_text(json.dumps(card.to_dict(), indent=2))
+        from turboinfer.models.gguf_convert import requantize_gguf
+
+        requantize_gguf(gguf, Path(tmp) / served_gguf_name(name, "q8_0"), "q8_0")
         if final.exists():
             shutil.rmtree(final)
         Path(tmp).rename(final)
     return load_llm_card(final / LLM_CARD)
+
+
+def served_gguf_name(name: str, weights: str) -> str:
+    """File name of a re-quantized GGUF in the LLM's cache folder."""
+    return f"{name}.{weights}.gguf"
+
+
+def openvino_gguf(card: LlmCard, weights: str) -> Path:
+    """The GGUF OpenVINO GenAI loads for a weight layout: the shipped file (q4_1), or its Q8_0 re-quantization,
+    written once into the cache."""
+    if weights not in OV_WEIGHTS:
+        raise InvalidModel(f"OpenVINO GenAI runs {', '.join(OV_WEIGHTS)} weights, not {weights!r}")
+    if weights == "q4_1":
+        return card.gguf
+    target = card.folder / served_gguf_name(card.name, weights)
+    if not target.is_file():  # a cache built before the Q8_0 file was part of the build
+        from turboinfer.models.gguf_convert import requantize_gguf
+
+        requantize_gguf(card.gguf, target, weights)
+    return target
 
 
 def ort_genai_model(card: LlmCard, precision: str) -> Path:
@@ -193,8 +222,8 @@ class GeneratorVariant:
 
     model: str
     engine: str = "openvino-genai"
-    weights: str = "q4_1"
-    """q4_1 (the GGUF as OpenVINO GenAI reads it), fp32/int8/int4 (ONNX Runtime GenAI builds), fp32 (transformers)."""
+    weights: str = "q8_0"
+    """q8_0 or q4_1 (OpenVINO GenAI's GGUF), fp32/int8/int4 (ONNX Runtime GenAI builds), fp32 (transformers)."""
     kv_cache: str = "u8"
     """OpenVINO GenAI: u8, f16, bf16 or f32; the other engines keep it in fp32."""
     threads: int = 0
@@ -203,14 +232,14 @@ class GeneratorVariant:
 
     @property
     def label(self) -> str:
-        """e.g. "smollm2-135m@openvino-genai q4_1 kv u8 2t"."""
+        """e.g. "smollm2-135m@openvino-genai q8_0 kv u8 2t"."""
         kv = f" kv {self.kv_cache}" if self.engine == "openvino-genai" else "" if self.use_cache else " no cache"
         return f"{self.model}@{self.engine} {self.weights}{kv}{f' {self.threads}t' if self.threads else ''}"
 
     def checked(self) -> GeneratorVariant:
         """self, or InvalidModel for a combination no engine runs."""
         llm_entry(self.model)
-        allowed = {"openvino-genai": ("q4_1",), "ort-genai": ORT_PRECISIONS, "transformers": ("fp32",)}
+        allowed = {"openvino-genai": OV_WEIGHTS, "ort-genai": ORT_PRECISIONS, "transformers": ("fp32",)}
         if self.engine not in allowed:
             raise InvalidModel(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
         if self.weights not in allowed[self.engine]:
@@ -232,7 +261,7 @@ def parse_generator(text: str, settings: Settings, threads: int = 0) -> Generato
     else:
         model, _, engine = text.partition("@")
         engine = engine or "openvino-genai"
-        weights = {"openvino-genai": "q4_1", "ort-genai": "int4", "transformers": "fp32"}.get(engine, "")
+        weights = {"openvino-genai": "q8_0", "ort-genai": "int4", "transformers": "fp32"}.get(engine, "")
         variant = GeneratorVariant(model, engine, weights)
     if threads:
         variant = GeneratorVariant(**{**variant.to_dict(), "threads": threads})
@@ -255,7 +284,7 @@ def open_generator(variant: GeneratorVariant, settings: Settings, engine: Any = 
 
     config = engine or EngineConfig()
     config = EngineConfig(**{**config.to_dict(), "threads": variant.threads, "kv_precision": variant.kv_cache})
-    return OpenVinoGenAiGenerator(card.gguf, card.context, config)
+    return OpenVinoGenAiGenerator(openvino_gguf(card, variant.weights), card.context, config)
 
 
 def is_llm(name: str) -> bool:

@@ -6,7 +6,6 @@ their evidence. Prompts are windows of real prose; every number is measured here
 from __future__ import annotations
 
 import resource
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,8 @@ import numpy as np
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
-from turboinfer.models.llm import GeneratorVariant, LlmCard, build_llm, open_generator
+from turboinfer.models.generation_speed import concurrent_run
+from turboinfer.models.llm import BYTES_PER_WEIGHT, GeneratorVariant, LlmCard, build_llm, open_generator
 from turboinfer.models.sentences import Prose
 from turboinfer.profile.diagnose import Recommendation
 from turboinfer.runtime.generate import KV_VALUE_BYTES, GenerationRequest, check_kv_capacity
@@ -106,16 +106,11 @@ def profile_generator(
 
 def stream_sweep(generator: Any, prose: Prose, request: GenProfileRequest, card: LlmCard, say: Progress) -> list:
     """Aggregate output tokens/s by concurrent streams (engines that batch streams; one stream for the others)."""
-    many = getattr(generator, "generate_many", None)
     rows = []
-    for streams in request.streams if many else (1,):
+    for streams in request.streams if hasattr(generator, "generate_many") else (1,):
         check_kv_capacity(card.kv_values_per_token() * 4, streams, 64 + request.generate, 2**34)
         say(f"{streams} concurrent streams")
-        requests = [GenerationRequest(prose.window(64), max_tokens=request.generate, ignore_eos=True)
-                    for _ in range(streams)]  # fmt: skip
-        start = time.perf_counter()
-        results = many(requests) if many else [generator.generate(requests[0])]
-        seconds = time.perf_counter() - start
+        results, seconds = concurrent_run(generator, prose, streams, 64, request.generate)
         tpots = [r.tpot_s for r in results if r.tpot_s]
         rows.append({"streams": streams, "output_tokens_per_s": sum(r.completion_tokens for r in results) / seconds,
                      "ttft_p50_s": float(np.median([r.ttft_s for r in results])),
@@ -171,10 +166,11 @@ def diagnose_generation(p: GenProfile, variant: GeneratorVariant) -> list[Recomm
     """Ranked recommendations from the measurements, each with its evidence."""
     out = []
     r = p.roofline
-    if variant.weights in ("fp32", "bf16", "fp16", "int8"):
-        four_bit = r["weight_bytes"] / {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0}[variant.weights] * 0.625
+    if variant.weights in ("fp32", "bf16", "fp16", "int8", "q8_0"):
+        four_bit = r["weight_bytes"] * BYTES_PER_WEIGHT["int4"] / BYTES_PER_WEIGHT[variant.weights]
         out.append(Recommendation(
-            "weight-quantization", "quantize the weights to 4 bits (ORT GenAI int4, or the GGUF's Q4_1 on OpenVINO)",
+            "weight-quantization", "quantize the weights to 4 bits (ORT GenAI int4) if `turboinfer optimize` finds "
+            "them inside the fidelity budget",
             f"decode reads {r['weight_bytes'] / 2**20:.0f} MiB of {variant.weights} weights per token; the bound "
             f"at {r['bandwidth_gbps']:.0f} GB/s is {r['decode_bound_tokens_per_s']:.0f} tok/s",
             f"a bandwidth bound {r['weight_bytes'] / four_bit:.1f}× higher", 0.9,

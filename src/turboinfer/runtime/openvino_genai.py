@@ -216,10 +216,9 @@ class OpenVinoGenAiGenerator:
 
     def describe(self) -> dict[str, Any]:
         """Engine, weights, KV cache, scheduler."""
-        weights = "q4_1 (the GGUF as shipped)" if self.model.suffix == ".gguf" else str(self.model)
         return {
             "engine": self.engine,
-            "weights": weights,
+            "weights": self.model.name,
             "kv_cache": self.config.kv_precision,
             **self.config.to_dict(),
         }

@@ -334,6 +334,46 @@ def test_a_full_queue_is_refused_at_once_with_retry_after(spare, settings):
     assert refused_in < 1.0  # not after the running stream (correctness bound; the speed goal is a benchmark)
 
 
+def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spare):
+    """With a 500 ms target and prefills taking 200 ms each (set, so the test does not hang on this machine's
+    speed), a third prompt in line would get its first token after ~600 ms: refused at once; the two before it are
+    answered. Every stream busy means a wait of a whole generation: refused too."""
+    limits = SchedulerConfig(max_running=4, queue_size=4, max_new_tokens=1024, ttft_target_s=0.5)
+    server = Server({}, CONFIG, generators={MODEL: (spare, limits)})
+    with running(server) as base:
+        wait_healthy(base)
+        scheduler = server.llm.schedulers[MODEL]
+        assert call(f"{base}/v1/chat/completions", chat(max_tokens=2))[0] == 200
+        assert scheduler.forecast.prefill_s > 0  # learned from that request's first token
+        scheduler.forecast.prefill_s = 0.2
+        spare.gate.clear()  # no step ends: nothing gets its first token
+        answers: list[int] = []
+
+        def send() -> None:
+            answers.append(call(f"{base}/v1/chat/completions", chat(max_tokens=2))[0])
+
+        senders = [threading.Thread(target=send) for _ in range(2)]
+        senders[0].start()
+        wait_for(lambda: scheduler.running == 1)
+        senders[1].start()
+        wait_for(lambda: scheduler.waiting == 1)
+        status, headers, answer = call(f"{base}/v1/chat/completions", chat(max_tokens=2))
+        spare.gate.set()
+        for sender in senders:
+            sender.join(30)
+    assert status == 429 and headers["Retry-After"] == "1"
+    assert "about 600 ms" in answer["error"]["message"] and "500 ms TTFT target" in answer["error"]["message"]
+    assert answers == [200, 200]
+    busy = SchedulerConfig(max_running=1, queue_size=4, max_new_tokens=1024, ttft_target_s=0.5)
+    server = Server({}, CONFIG, generators={MODEL: (spare, busy)})
+    with running(server) as base:
+        wait_healthy(base)
+        with sse(base, "/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True, stream=True)) as lines:
+            next(lines)
+            status, _, answer = call(f"{base}/v1/chat/completions", chat(max_tokens=2))
+    assert status == 429 and "every stream is busy" in answer["error"]["message"]
+
+
 def test_sigterm_finishes_the_running_streams_then_exits_zero():
     port = free_port()
     base = f"http://127.0.0.1:{port}"

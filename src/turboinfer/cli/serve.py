@@ -68,6 +68,10 @@ def serve(
         int, typer.Option(min=16, help="LLMs: tokens per engine step; a long prompt is prefilled in chunks of this "
                           "size so running streams keep going.")
     ] = 256,
+    ttft_target_ms: Annotated[
+        float, typer.Option(min=0, help="LLMs: refuse (429) at once a request predicted to wait longer than this for "
+                            "its first token, or to wait for a stream (0: off).")
+    ] = 0.0,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:  # fmt: skip
@@ -84,7 +88,7 @@ def serve(
     models = [m for m in models if not is_llm(m)]
     if models and queue < 1:
         raise typer.BadParameter("ONNX models need a queue of at least 1", param_hint="--queue")
-    limits = SchedulerConfig(streams, queue, max_new_tokens)
+    limits = SchedulerConfig(streams, queue, max_new_tokens, ttft_target_s=ttft_target_ms / 1000)
     llms = [llm_serving(m, env, limits, threads, kv_cache_gb, max_batched_tokens) for m in llm_names]
     if llm_first and (canary or shadow):
         second = llm_serving(canary or shadow or "", env, limits, threads, kv_cache_gb, max_batched_tokens)

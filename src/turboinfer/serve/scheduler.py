@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from turboinfer.core.errors import InvalidInput, TurboinferError
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.serve.admission import FirstTokenForecast
 from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.generation_metrics import GenerationMetrics
 from turboinfer.serve.prefix import PrefixBook
@@ -61,6 +62,9 @@ class SchedulerConfig:
     """Tokens generated when a request does not say (or fewer, to fit the context)."""
     kv_tokens: int = 0
     """Tokens the KV cache holds in all (0: unknown); a request that alone would not fit is refused."""
+    ttft_target_s: float = 0.0
+    """Refuse at once a request predicted to wait longer than this for its first token — or to wait for a stream
+    at all (0: off; admission by queue size alone)."""
 
 
 @dataclass(eq=False)
@@ -119,6 +123,9 @@ class GenerationScheduler:
         self._order = itertools.count()
         self._cancels: list[Ticket] = []
         self._running: dict[int, Ticket] = {}
+        self._unstarted: set[int] = set()
+        """Keys of running requests without their first token yet (their prompts still to prefill)."""
+        self.forecast = FirstTokenForecast()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=f"engine-{name}", daemon=True)
         self.prefixes = PrefixBook(max_tokens=max(config.kv_tokens, 65536))
@@ -147,6 +154,19 @@ class GenerationScheduler:
         if self.waiting >= self.config.queue_size + free:
             raise QueueFull(f"queue full ({self.config.queue_size} requests waiting for one of "
                             f"{self.config.max_running} streams)")  # fmt: skip
+        if self.config.ttft_target_s:
+            self.check_first_token(free)
+
+    def check_first_token(self, free: int) -> None:
+        """QueueFull when a new request would miss the TTFT target: it would wait for a stream (a whole generation
+        to end), or the prompts ahead of it would take too long to prefill."""
+        target_ms = self.config.ttft_target_s * 1e3
+        if self.waiting >= free:
+            raise QueueFull(f"every stream is busy; waiting for one would miss the {target_ms:.0f} ms TTFT target")
+        wait = self.forecast.wait_s(self.waiting + len(self._unstarted))
+        if wait > self.config.ttft_target_s:
+            raise QueueFull(f"a first token would take about {wait * 1e3:.0f} ms (prompts ahead of it to prefill), "
+                            f"over the {target_ms:.0f} ms TTFT target")  # fmt: skip
 
     def submit(self, ticket: Ticket) -> Ticket:
         """Queue a ticket for the engine (its events follow on its loop)."""
@@ -216,6 +236,7 @@ class GenerationScheduler:
 
     def _drop(self, ticket: Ticket) -> None:
         if ticket.key is not None and self._running.pop(ticket.key, None) is not None:
+            self._unstarted.discard(ticket.key)
             self.engine.cancel(ticket.key)
         ticket.finished = True
 
@@ -224,6 +245,7 @@ class GenerationScheduler:
             if ticket.deadline is not None and now > ticket.deadline:
                 self.engine.cancel(key)
                 del self._running[key]
+                self._unstarted.discard(key)
                 self._fail(ticket, DeadlineExceeded("the request's deadline passed while it was generating"))
 
     def _admit(self) -> None:
@@ -240,14 +262,23 @@ class GenerationScheduler:
                 continue
             try:
                 request = self._prepare(ticket)
-                ticket.key = self.engine.add(request, ticket.text)
+                ticket.admitted = time.perf_counter()
+                ticket.key = self.engine.add(request, lambda piece, t=ticket: self._text(t, piece))
             except InvalidInput as err:
                 self._fail(ticket, err)
                 continue
-            ticket.admitted = time.perf_counter()
             self._running[ticket.key] = ticket
+            self._unstarted.add(ticket.key)
             self.metrics.queue_time.labels(self.name).observe(ticket.admitted - ticket.arrived)
             ticket.post("accepted")
+
+    def _text(self, ticket: Ticket, piece: str) -> None:
+        """A piece of a request's text from the engine: the first one ends its prefill (the forecast learns)."""
+        if ticket.key in self._unstarted:
+            self._unstarted.discard(ticket.key)
+            assert ticket.admitted is not None
+            self.forecast.first_token(ticket.admitted, time.perf_counter())
+        ticket.text(piece)
 
     def _prepare(self, ticket: Ticket) -> GenerationRequest:
         """The request as the engine gets it: the chat rendered, the prompt tokenized, max_tokens fitted."""
@@ -269,6 +300,7 @@ class GenerationScheduler:
 
     def _finish(self, key: int) -> None:
         ticket = self._running.pop(key, None)
+        self._unstarted.discard(key)
         result = self.engine.result(key)
         if ticket is None:
             return
@@ -289,5 +321,6 @@ class GenerationScheduler:
             tickets = [t for _, _, t in self._waiting] + list(self._running.values())
             self._waiting.clear()
             self._running.clear()
+            self._unstarted.clear()
         for ticket in tickets:
             self._fail(ticket, EngineStopped(f"the {self.name} engine has stopped: {self.reason}"))

@@ -117,7 +117,7 @@ def engines(settings: Settings) -> None:
         runs.append(("llama.cpp (llama-cpp-python)", "q4_1", LlamaCpp(gguf, THREADS)))
     for weights in OV_WEIGHTS:
         variant = GeneratorVariant(card.name, weights=weights, threads=THREADS)
-        runs.append((f"OpenVINO GenAI {weights} (turboinfer's serving engine)", weights,
+        runs.append((f"OpenVINO GenAI {weights}{' (what turboinfer serves)' if weights == 'q8_0' else ''}", weights,
                      open_generator(variant, settings)))  # fmt: skip
     for weights in ("fp32", "int8", "int4"):
         variant = GeneratorVariant(card.name, "ort-genai", weights, threads=THREADS)

@@ -4,7 +4,9 @@ generator (`turboinfer bench --openai`'s) in one run → markdown for docs/bench
 Run: .venv/bin/pip install xllamacpp && .venv/bin/python benchmarks/llm_serve.py [streams|goodput|overload|soak ...]
      [rate=R]  (the goodput rate overload and soak start from when goodput is not run first)
 - streams: closed loop at 1 and 16 concurrent streams (~200-token unique prompts, 128 new tokens, streamed),
-  both servers with 16 streams/slots; the same engine's raw offline throughput at 16 streams (server overhead).
+  every server with 16 streams/slots: llama.cpp's, turboinfer on OpenVINO GenAI (the default, Q8_0), turboinfer
+  on ONNX Runtime GenAI int8 (optimize's latency choice; streams interleaved, not batched); OpenVINO GenAI's raw
+  offline throughput at 16 streams (server overhead).
 - goodput: the highest open-loop rate at which ≥ 99% of requests meet TTFT ≤ 1 s and TPOT ≤ 100 ms, per server.
 - overload: turboinfer with a queue of 2, then 0, beyond its streams, then 0 with a TTFT target (admission that
   refuses what it predicts would miss it), at 3× its goodput rate: refusal latency, admitted TTFT p99 against the
@@ -37,9 +39,9 @@ HEADER = ("| server | load | done | failed | output tok/s | TTFT p50 ms | TTFT p
           "| ITL p99 ms | decode tok/s (1000 / TPOT p50) |\n" + "| --- " * 11 + "|")  # fmt: skip
 
 
-def start_turboinfer(*options: str) -> tuple[Any, str]:
+def start_turboinfer(*options: str, model: str = "smollm2-135m") -> tuple[Any, str]:
     port = free_port()
-    command = [sys.executable, "-m", "turboinfer.cli.main", "serve", "smollm2-135m", "--port", str(port),
+    command = [sys.executable, "-m", "turboinfer.cli.main", "serve", model, "--port", str(port),
                "--threads", str(THREADS), "--streams", str(STREAMS), "--log-level", "warning", *options]  # fmt: skip
     return wait_ready(f"http://127.0.0.1:{port}/health", launch(command)), f"http://127.0.0.1:{port}"
 
@@ -79,7 +81,11 @@ def raw_throughput(settings: Settings, streams: int, requests: int) -> float:
 def streams(settings: Settings) -> None:
     print(f"#### Streams: closed loop, ~{PROMPT_TOKENS}-token unique prompts, {MAX_TOKENS} new tokens, streamed\n")
     print(HEADER)
-    servers = {"llama.cpp server (xllamacpp)": start_llamacpp(), "turboinfer (OpenVINO GenAI)": start_turboinfer()}
+    servers = {
+        "llama.cpp server (xllamacpp)": start_llamacpp(),
+        "turboinfer (OpenVINO GenAI)": start_turboinfer(),
+        "turboinfer (ORT GenAI int8, interleaved)": start_turboinfer(model="smollm2-135m@ort-genai"),
+    }
     try:
         for concurrency, requests in ((1, 12), (STREAMS, 64)):
             for i, (name, (_, url)) in enumerate(servers.items()):

@@ -261,7 +261,7 @@ def parse_generator(text: str, settings: Settings, threads: int = 0) -> Generato
     else:
         model, _, engine = text.partition("@")
         engine = engine or "openvino-genai"
-        weights = {"openvino-genai": "q8_0", "ort-genai": "int4", "transformers": "fp32"}.get(engine, "")
+        weights = {"openvino-genai": "q8_0", "ort-genai": "int8", "transformers": "fp32"}.get(engine, "")
         variant = GeneratorVariant(model, engine, weights)
     if threads:
         variant = GeneratorVariant(**{**variant.to_dict(), "threads": threads})

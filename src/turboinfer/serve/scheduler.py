@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import logging
@@ -263,7 +264,7 @@ class GenerationScheduler:
             try:
                 request = self._prepare(ticket)
                 ticket.admitted = time.perf_counter()
-                ticket.key = self.engine.add(request, lambda piece, t=ticket: self._text(t, piece))
+                ticket.key = self.engine.add(request, functools.partial(self._text, ticket))
             except InvalidInput as err:
                 self._fail(ticket, err)
                 continue

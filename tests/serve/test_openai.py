@@ -375,11 +375,14 @@ def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spar
 
 
 def test_sigterm_finishes_the_running_streams_then_exits_zero():
+    """SIGTERM to the server's whole process group — what Ctrl-C in a terminal or a group kill does — reaches the
+    engine's process too: it leaves its lifetime to the server, which drains first."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [sys.executable, "-m", "turboinfer.cli.main", "serve", MODEL, "--port", str(port), "--threads", "2",
          "--kv-cache-gb", "0.25"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy(),
+        start_new_session=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -389,11 +392,12 @@ def test_sigterm_finishes_the_running_streams_then_exits_zero():
         body = chat(max_tokens=48, ignore_eos=True, stream=True, stream_options={"include_usage": True})
         with sse(base, "/v1/chat/completions", body) as lines:
             next(lines), next(lines)
-            process.send_signal(signal.SIGTERM)
+            os.killpg(process.pid, signal.SIGTERM)
             rest = list(lines)
         assert rest[-1] == "[DONE]" and json.loads(rest[-3])["choices"][0]["finish_reason"] == "length"
         assert json.loads(rest[-2])["usage"]["completion_tokens"] == 48  # finished, not cut short
         assert process.wait(timeout=40) == 0
+        assert b"engine loop died" not in process.stderr.read()
     finally:
         if process.poll() is None:
             process.kill()

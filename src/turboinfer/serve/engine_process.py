@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import pickle
+import signal
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -49,7 +50,11 @@ def build_engine(spec: EngineSpec) -> Any:
 
 
 def child_main(connection: Connection, spec: EngineSpec) -> None:
-    """The child: build the engine, say what it is, then answer calls until told to stop or the pipe closes."""
+    """The child: build the engine, say what it is, then answer calls until told to stop or the pipe closes.
+    SIGINT and SIGTERM are ignored: a signal to the whole process group (Ctrl-C, a group kill) must not end the
+    engine under the server's drain; the server closes it afterwards, and a dead server closes the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         engine = build_engine(spec)
     except Exception as err:  # reported to the parent, which raises it where the server is being built

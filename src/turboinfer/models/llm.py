@@ -162,29 +162,23 @@ def build_llm(name: str, settings: Settings, force: bool = False) -> LlmCard:
         facts = export_safetensors(gguf, Path(tmp) / "hf")
         card = LlmCard(name=name, gguf=gguf, hf_folder=final / "hf", description=entry.description, **facts)
         (Path(tmp) / LLM_CARD).write_text(json.dumps(card.to_dict(), indent=2))
-        from turboinfer.models.gguf_convert import requantize_gguf
-
-        requantize_gguf(gguf, Path(tmp) / served_gguf_name(name, "q8_0"), "q8_0")
         if final.exists():
             shutil.rmtree(final)
         Path(tmp).rename(final)
-    return load_llm_card(final / LLM_CARD)
-
-
-def served_gguf_name(name: str, weights: str) -> str:
-    """File name of a re-quantized GGUF in the LLM's cache folder."""
-    return f"{name}.{weights}.gguf"
+    card = load_llm_card(final / LLM_CARD)
+    openvino_gguf(card, "q8_0")
+    return card
 
 
 def openvino_gguf(card: LlmCard, weights: str) -> Path:
     """The GGUF OpenVINO GenAI loads for a weight layout: the shipped file (q4_1), or its Q8_0 re-quantization,
-    written once into the cache."""
+    written once into the cache (by `build_llm`, or here for a cache built before it did)."""
     if weights not in OV_WEIGHTS:
         raise InvalidModel(f"OpenVINO GenAI runs {', '.join(OV_WEIGHTS)} weights, not {weights!r}")
     if weights == "q4_1":
         return card.gguf
-    target = card.folder / served_gguf_name(card.name, weights)
-    if not target.is_file():  # a cache built before the Q8_0 file was part of the build
+    target = card.folder / f"{card.name}.{weights}.gguf"
+    if not target.is_file():
         from turboinfer.models.gguf_convert import requantize_gguf
 
         requantize_gguf(card.gguf, target, weights)

@@ -160,7 +160,8 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
             generator = open_generator(variant, settings)
             outcome.fidelity = fidelity_of(generator, oracle, text, prompts)
             outcome.speed = bench_generator(variant.label, generator, config).summary()
-            if plan.objective == "throughput" and breach(outcome.fidelity, plan.budget) is None:
+            why = breach(outcome.fidelity, plan.budget)
+            if plan.objective == "throughput" and why is None:
                 outcome.speed["streams"] = streams_rate(generator, plan, config)
             del generator
         except InvalidInput:
@@ -168,7 +169,6 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
         except Exception as err:  # an engine failed on this candidate: it is out, the search goes on
             outcome.status, outcome.reason = "failed", f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
         else:
-            why = breach(outcome.fidelity, plan.budget)
             outcome.status, outcome.reason = ("rejected", f"rejected: {why}") if why else ("fits", "")
         outcomes.append(outcome)
     chosen = decide(outcomes, plan.objective)

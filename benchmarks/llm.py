@@ -25,15 +25,8 @@ from typing import Any
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import memory_bandwidth_gbps
 from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
-from turboinfer.models.llm import (
-    OV_WEIGHTS,
-    GeneratorVariant,
-    build_llm,
-    gguf_path,
-    llm_entry,
-    open_generator,
-    openvino_gguf,
-)
+from turboinfer.models.generators import GeneratorVariant, open_generator
+from turboinfer.models.llm import build_llm, gguf_path, llm_entry, openvino_gguf, openvino_weights
 from turboinfer.models.sentences import Prose
 from turboinfer.optimize.generation import fidelity_of
 from turboinfer.profile.generation import GenProfileRequest, cache_gain
@@ -115,7 +108,7 @@ def engines(settings: Settings) -> None:
         print(f"| llama.cpp (llama-cpp-python) | q4_1 | {problem} | | | |")
     else:
         runs.append(("llama.cpp (llama-cpp-python)", "q4_1", LlamaCpp(gguf, THREADS)))
-    for weights in OV_WEIGHTS:
+    for weights in openvino_weights(card):
         variant = GeneratorVariant(card.name, weights=weights, threads=THREADS)
         runs.append((f"OpenVINO GenAI {weights}{' (what turboinfer serves)' if weights == 'q8_0' else ''}", weights,
                      open_generator(variant, settings)))  # fmt: skip
@@ -180,7 +173,7 @@ def fidelity(settings: Settings) -> None:
     print("#### Fidelity against the oracle (transformers FP32 on the de-quantized GGUF)\n")
     print("| engine | weights | teacher-forced agreement | perplexity ratio | greedy-path agreement | "
           "greedy exact match, tokens of 32 |\n" + "| --- " * 6 + "|")  # fmt: skip
-    variants = [GeneratorVariant(card.name, weights=w, threads=THREADS) for w in OV_WEIGHTS]
+    variants = [GeneratorVariant(card.name, weights=w, threads=THREADS) for w in openvino_weights(card)]
     variants += [GeneratorVariant(card.name, "ort-genai", w, threads=THREADS) for w in ("int8", "int4")]
     for variant in variants:
         f = fidelity_of(open_generator(variant, settings), oracle, text, prompts)

@@ -29,7 +29,7 @@ import psutil
 from serve import free_port, launch, stop, wait_ready  # benchmarks/serve.py, beside this script
 from turboinfer.bench.openai_load import LoadRun, OpenAiLoad, closed_loop, open_loop, prompts
 from turboinfer.core.settings import Settings
-from turboinfer.models.llm import GeneratorVariant, open_generator
+from turboinfer.models.generators import GeneratorVariant, open_generator
 from turboinfer.runtime.generate import GenerationRequest
 from turboinfer.runtime.openvino_genai import EngineConfig
 

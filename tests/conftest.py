@@ -74,3 +74,11 @@ def user_models(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("user-models")
     return {"image": torchvision_classifier("mobilenet_v3_small", folder / "mobilenet_v3_small.onnx", classes=10),
             "text": recurrent_classifier(folder / "gru_text.onnx"), "tensor": mlp(folder / "mlp.onnx")}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def own_llms(tmp_path_factory):
+    """Tiny random-weight LLMs of each architecture family, as folders and GGUFs (tests/llm_models.py)."""
+    from tests.llm_models import OwnLlms
+
+    return OwnLlms(tmp_path_factory.mktemp("own-llms"))

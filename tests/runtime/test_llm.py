@@ -9,7 +9,9 @@ import pytest
 
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
-from turboinfer.models.llm import GeneratorVariant, build_llm, check_gguf, open_generator
+from turboinfer.models.generators import GeneratorVariant, open_generator
+from turboinfer.models.llm import build_llm
+from turboinfer.models.llm_source import read_gguf
 from turboinfer.models.sentences import real_sentences
 from turboinfer.runtime.generate import GenerationRequest, Sampling
 
@@ -127,8 +129,8 @@ def test_a_corrupt_or_truncated_gguf_is_one_line_naming_the_file(llm, tmp_path):
     truncated = tmp_path / "cut.gguf"
     truncated.write_bytes(llm.gguf.read_bytes()[:100_000])
     with pytest.raises(InvalidModel, match="cut.gguf is a corrupt or truncated GGUF"):
-        check_gguf(truncated)
+        read_gguf(truncated)
     other = tmp_path / "other.gguf"
     other.write_bytes(b"not a gguf at all" * 10)
     with pytest.raises(InvalidModel, match="other.gguf is not a GGUF file"):
-        check_gguf(other)
+        read_gguf(other)

@@ -9,11 +9,12 @@ from typing import Any
 
 from turboinfer.bench import history, openai_load
 from turboinfer.bench.generation import ab_generators, history_row, verdict
-from turboinfer.cli import render_llm
+from turboinfer.cli import render, render_llm
 from turboinfer.cli.options import settings
 from turboinfer.hardware.capsule import environment_capsule
 from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
-from turboinfer.models.llm import open_generator, parse_generator
+from turboinfer.models.generators import open_generator, parse_generator
+from turboinfer.models.llm import build_llm
 from turboinfer.optimize.generation import GenBudget, GenPlan, optimize_generator, quick, save
 from turboinfer.profile.generation import GenProfileRequest, profile_generator
 from turboinfer.report.html import generation_html, openai_load_html
@@ -22,6 +23,7 @@ from turboinfer.report.html import generation_html, openai_load_html
 def profile_llm(model: str, threads: int, quick_run: bool, json_path: Path | None, html_path: Path | None) -> None:
     """`turboinfer profile LLM`."""
     variant = parse_generator(model, settings(), threads)
+    render.llm_facts(build_llm(variant.model, settings()))
     request = GenProfileRequest.quick() if quick_run else GenProfileRequest()
     with render_llm.progress() as step:
         report = profile_generator(variant, request, settings(), step)
@@ -39,12 +41,13 @@ def bench_llm(model: str, vs: str | None, threads: int, runs: int | None, store:
     env = settings()
     config = GenBenchConfig(repeats=runs or 5)
     a = parse_generator(model, env, threads)
+    render.llm_facts(build_llm(a.model, env))
     if vs is None:
         result = bench_generator(a.label, open_generator(a, env), config)
         render_llm.generation_bench([result.summary()], {}, config)
         data: dict[str, Any] = {"results": [result.summary()]}
         if store is not None:
-            history.record(store, history_row(result, a.model, config), environment_capsule())
+            history.record(store, history_row(result, a.name, config), environment_capsule())
     else:
         b = parse_generator(vs, env, threads)
         first, second, ratios = ab_generators((a.label, open_generator(a, env)), (b.label, open_generator(b, env)),
@@ -58,14 +61,15 @@ def bench_llm(model: str, vs: str | None, threads: int, runs: int | None, store:
         }
         if store is not None:
             for bench in (first, second):
-                history.record(store, history_row(bench, a.model, config), environment_capsule())
+                history.record(store, history_row(bench, a.name, config), environment_capsule())
     if json_path:
         render_llm.write_json(json_path, data)
 
 
 def optimize_llm(model: str, quick_run: bool, out: Path, budget: GenBudget, objective: str, streams: int) -> None:
     """`turboinfer optimize LLM`."""
-    plan = GenPlan(model.partition("@")[0], budget, objective=objective, streams=streams)
+    plan = GenPlan(model.rpartition("@")[0] if "@" in model else model, budget, objective=objective, streams=streams)
+    render.llm_facts(build_llm(plan.model, settings()))
     plan = quick(plan) if quick_run else plan
     with render_llm.progress() as step:
         result = optimize_generator(plan, settings(), step)

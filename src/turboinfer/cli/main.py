@@ -29,7 +29,8 @@ from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.measure.fidelity import DECISIVE_P
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
-from turboinfer.models.llm import build_llm, is_llm
+from turboinfer.models.generators import is_llm
+from turboinfer.models.llm import build_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.optimize import artifacts
 from turboinfer.optimize.generation import GenBudget
@@ -258,7 +259,8 @@ def optimize(
         str,
         typer.Option(
             help="latency (at --batch) or throughput (items/s). LLMs: latency = one stream's decode tok/s, "
-            "throughput = output tok/s of --batch concurrent streams (16 when --batch is 1)."
+            "throughput = output tok/s of --batch concurrent streams (16 when --batch is 1), grounded = one "
+            "stream's decode on input-grounded tasks (prompt lookup searched)."
         ),
     ] = "latency",
     batch: Annotated[int, typer.Option(min=1)] = 1,

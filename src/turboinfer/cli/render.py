@@ -124,11 +124,16 @@ def zoo_built(card: ModelCard) -> None:
 
 
 def llm_built(card: LlmCard) -> None:
-    """Render `turboinfer zoo build` of an LLM: its folder on stdout, its facts on stderr."""
-    facts = f"{card.layers} layers, {card.heads} query / {card.kv_heads} KV heads, context {card.context}"
-    errors.print(f"{card.name}: {card.parameters / 1e6:.1f} M parameters, {facts}; GGUF {card.gguf.name}",
-                 highlight=False)  # fmt: skip
+    """Render `turboinfer zoo build` of an LLM: its cache folder on stdout, what the file is on stderr."""
+    llm_facts(card)
     print(card.folder)
+
+
+def llm_facts(card: LlmCard) -> None:
+    """Say what an LLM file is (architecture, sizes, layout, tokenizer, template) and what its overrides change."""
+    errors.print(f"{card.name}: {card.facts}", highlight=False, markup=False)
+    for line in card.overrides.lines():
+        errors.print(f"{card.name}: override: {line}", highlight=False, markup=False)
 
 
 def latency_line(label: str, s: Summary) -> str:
@@ -280,6 +285,7 @@ def serving(host: str, port: int, served: list[ModelServing], llms: Sequence[Llm
         second = f" + {llm.split.mode} {llm.second.engine.engine}" if llm.second and llm.split else ""
         console.print(f"serving {llm.name} ({llm.engine.engine}{second}) on http://{host}:{port}/v1 (OpenAI API; "
                       "/health)")  # fmt: skip
+        console.print(f"  {llm.facts}", highlight=False, markup=False)
         console.print(f"  {llm.kv_plan}", highlight=False)
 
 

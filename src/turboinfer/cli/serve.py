@@ -18,7 +18,7 @@ from turboinfer.cli.options import (
     server_logging,
     settings,
 )
-from turboinfer.models.llm import is_llm
+from turboinfer.models.generators import is_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
@@ -72,6 +72,10 @@ def serve(
         float, typer.Option(min=0, help="LLMs: refuse (429) at once a request predicted to wait longer than this for "
                             "its first token, or to wait for a stream (0: off).")
     ] = 0.0,
+    prompt_lookup: Annotated[
+        int, typer.Option(min=0, max=16, help="LLMs on OpenVINO GenAI: draft this many tokens per step from n-grams of "
+                          "the prompt (prompt-lookup decoding; greedy output unchanged; 0: off).")
+    ] = 0,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
 ) -> None:  # fmt: skip
@@ -89,7 +93,7 @@ def serve(
     if models and queue < 1:
         raise typer.BadParameter("ONNX models need a queue of at least 1", param_hint="--queue")
     limits = SchedulerConfig(streams, queue, max_new_tokens, ttft_target_s=ttft_target_ms / 1000)
-    llms = [llm_serving(m, env, limits, threads, kv_cache_gb, max_batched_tokens) for m in llm_names]
+    llms = [llm_serving(m, env, limits, threads, kv_cache_gb, max_batched_tokens, prompt_lookup) for m in llm_names]
     if llm_first and (canary or shadow):
         second = llm_serving(canary or shadow or "", env, limits, threads, kv_cache_gb, max_batched_tokens)
         llms[0] = replace(llms[0], second=second, split=SplitConfig("canary" if canary else "shadow", canary_share))

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from turboinfer.core.errors import InvalidInput
 from turboinfer.measure.stats import bootstrap_ci
 from turboinfer.models.sentences import Prose
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, Generator
@@ -85,3 +86,36 @@ def concurrent_run(
     start = time.perf_counter()
     results = many(requests) if many else [generator.generate(r) for r in requests]
     return results, time.perf_counter() - start
+
+
+GROUNDED = "Copy the following text exactly, word for word.\n\n{passage}"
+OPEN = "Write a few paragraphs about this: {passage}"
+"""Prompt-lookup workloads: an input-grounded task (the answer repeats the prompt's text, as summaries and edits
+largely do) and an open one (the answer is new text)."""
+
+
+def task_prompt(generator: Generator, task: str, passage: str) -> str:
+    """The task as the model's chat template renders it, or as plain text for a model without one."""
+    ask = task.format(passage=passage)
+    try:
+        return str(generator.chat([{"role": "user", "content": ask}]))  # type: ignore[attr-defined]
+    except (AttributeError, InvalidInput):
+        return f"{ask}\n\n"
+
+
+def task_speed(generator: Generator, prose: Prose, task: str, generate: int = 64, prompts: int = 2,
+               drafted: int = 0) -> dict[str, float]:  # fmt: skip
+    """One-stream greedy decode on a task (GROUNDED or OPEN) over passages of real prose: tokens/s (median of the
+    prompts), tokens per decode step and, when `drafted` tokens are proposed per step, the share accepted."""
+    rates, tokens, steps = [], 0, 0
+    for _ in range(prompts):
+        passage = generator.detokenize(prose.window(160))
+        request = GenerationRequest(task_prompt(generator, task, passage), max_tokens=generate, ignore_eos=True)
+        result = generator.generate(request)
+        rates.append(result.decode_rate)
+        tokens, steps = tokens + result.completion_tokens, steps + (result.steps or result.completion_tokens)
+    per_step = tokens / max(steps, 1)
+    out = {"tokens_per_s": float(np.median(rates)), "tokens_per_step": per_step}
+    if drafted:
+        out["acceptance"] = (per_step - 1) / drafted
+    return out

@@ -15,11 +15,14 @@ import numpy as np
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
 
-QUANTS = ("q8_0",)
+QUANTS = {"q8_0": "MOSTLY_Q8_0", "q4_0": "MOSTLY_Q4_0", "q4_1": "MOSTLY_Q4_1", "q5_0": "MOSTLY_Q5_0",
+          "q5_1": "MOSTLY_Q5_1", "f16": "MOSTLY_F16", "bf16": "MOSTLY_BF16"}
+"""Layouts the `gguf` package quantizes (its reference code has no K-quant writer) → the file type written."""
 
 
 def requantize_gguf(source: Path, target: Path, quant: str = "q8_0") -> float:
-    """Write source's model to target with every 2-D weight in `quant` (1-D tensors stay F32); seconds taken.
+    """Write source's model to target with every 2-D weight in `quant` (1-D tensors, and rows that are not whole
+    32-weight blocks, stay F32) and general.file_type saying so (OpenVINO GenAI's reader goes by it); seconds taken.
     The file appears whole or not at all."""
     if quant not in QUANTS:
         raise InvalidModel(f"re-quantizing a GGUF writes {', '.join(QUANTS)}, not {quant!r}")
@@ -28,12 +31,15 @@ def requantize_gguf(source: Path, target: Path, quant: str = "q8_0") -> float:
     except ImportError:
         raise MissingExtra("gguf", "llm") from None
     start = time.perf_counter()
-    kind = gguf.GGMLQuantizationType.Q8_0
+    kind = gguf.GGMLQuantizationType[quant.upper()]
     reader = gguf.GGUFReader(str(source))
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")  # two builders never share one
     writer = gguf.GGUFWriter(str(partial), reader.fields["general.architecture"].contents())
     for name, item in reader.fields.items():
         if name.startswith("GGUF.") or name == "general.architecture":  # the header; the writer adds both itself
+            continue
+        if name == "general.file_type":
+            writer.add_file_type(gguf.LlamaFileType[QUANTS[quant]])
             continue
         if item.types[0] == gguf.GGUFValueType.ARRAY:
             writer.add_key_value(name, item.contents(), item.types[0], sub_type=item.types[-1])
@@ -41,7 +47,7 @@ def requantize_gguf(source: Path, target: Path, quant: str = "q8_0") -> float:
             writer.add_key_value(name, item.contents(), item.types[0])
     for tensor in reader.tensors:
         values = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
-        if values.ndim < 2:
+        if values.ndim < 2 or values.shape[-1] % 32:
             writer.add_tensor(tensor.name, values)
             continue
         packed = gguf.quants.quantize(values, kind)

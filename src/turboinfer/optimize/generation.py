@@ -23,12 +23,22 @@ from turboinfer.core.errors import InvalidInput
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
-from turboinfer.models.generation_speed import GenBenchConfig, bench_generator, concurrent_run
-from turboinfer.models.llm import GeneratorVariant, open_generator
+from turboinfer.models.generation_speed import (
+    GROUNDED,
+    OPEN,
+    GenBenchConfig,
+    bench_generator,
+    concurrent_run,
+    task_prompt,
+    task_speed,
+)
+from turboinfer.models.generators import GeneratorVariant, open_generator
+from turboinfer.models.llm import REQUANTIZED, LlmCard, build_llm, openvino_weights
 from turboinfer.models.sentences import Prose
 from turboinfer.runtime.generate import GenerationRequest
 
 Progress = Callable[[str], None]
+OBJECTIVES = ("latency", "throughput", "grounded")
 
 
 @dataclass(frozen=True)
@@ -54,12 +64,16 @@ class GenPlan:
     """Prose prompts whose greedy continuations are compared (engines without logits)."""
     repeats: int = 3
     objective: str = "latency"
-    """latency: the fastest decode of one stream (tg); throughput: the most output tokens/s of `streams` at once."""
+    """latency: the fastest decode of one stream (tg); throughput: the most output tokens/s of `streams` at once;
+    grounded: the fastest one-stream decode on input-grounded tasks (copy or edit a given text), where prompt
+    lookup drafts tokens from the prompt."""
     streams: int = 16
+    lookup: tuple[int, ...] = (4,)
+    """Prompt-lookup draft lengths searched (OpenVINO GenAI; each checked to leave greedy output unchanged)."""
 
     def __post_init__(self) -> None:
-        if self.objective not in ("latency", "throughput"):
-            raise InvalidInput(f"objective is latency or throughput, got {self.objective!r}")
+        if self.objective not in OBJECTIVES:
+            raise InvalidInput(f"objective is one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
 
 
 @dataclass
@@ -78,19 +92,27 @@ class GenOutcome:
                 "reason": self.reason, "fidelity": self.fidelity, "speed": self.speed}  # fmt: skip
 
 
-def candidates(plan: GenPlan, threads: int) -> list[GeneratorVariant]:
-    """The search space: OpenVINO GenAI on the Q8_0 GGUF (u8 KV cache, and f16 in a full run) and on the shipped
-    Q4_1, ONNX Runtime GenAI at 4-bit and 8-bit weights (and FP32 in a full run), at the usable thread count and,
-    in a full run, at one thread."""
-    ov = "openvino-genai"
-    out = [GeneratorVariant(plan.model, ov, weights, "u8", threads) for weights in ("q8_0", "q4_1")]
-    out += [GeneratorVariant(plan.model, "ort-genai", w, threads=threads) for w in ("int4", "int8")]
+def candidates(plan: GenPlan, card: LlmCard, threads: int) -> tuple[list[GeneratorVariant], list[GenOutcome]]:
+    """The search space, and the engines skipped for this model with their reason: OpenVINO GenAI on the Q8_0
+    re-quantization and on the file's own layout (u8 KV cache; f16 and one thread in a full run); for the grounded
+    objective (and every full run) f32 numerics without and with prompt lookup; ONNX Runtime GenAI at 4-bit and 8-bit weights (FP32 and one
+    thread in a full run)."""
+    ov, ort, out, skipped = "openvino-genai", "ort-genai", [], []
+    if card.refusal(ov) is None:
+        out += [GeneratorVariant(plan.model, ov, w, "u8", threads) for w in openvino_weights(card)]
+        if plan.objective == "grounded" or not plan.quick:  # f32 numerics, with and without drafts
+            out += [GeneratorVariant(plan.model, ov, REQUANTIZED, "f32", threads, prompt_lookup=n)
+                    for n in (0, *plan.lookup)]  # fmt: skip
+        if not plan.quick:
+            out += [GeneratorVariant(plan.model, ov, REQUANTIZED, "f16", threads),
+                    GeneratorVariant(plan.model, ov, REQUANTIZED, "u8", 1)]  # fmt: skip
+    else:
+        skipped.append(GenOutcome(GeneratorVariant(plan.model, ov), "skipped", f"skipped: {card.refusal(ov)}"))
+    out += [GeneratorVariant(plan.model, ort, w, threads=threads) for w in ("int4", "int8")]
     if not plan.quick:
-        out += [GeneratorVariant(plan.model, ov, "q8_0", "f16", threads),
-                GeneratorVariant(plan.model, "ort-genai", "fp32", threads=threads),
-                GeneratorVariant(plan.model, ov, "q8_0", "u8", 1),
-                GeneratorVariant(plan.model, "ort-genai", "int8", threads=1)]  # fmt: skip
-    return out
+        out += [GeneratorVariant(plan.model, ort, "fp32", threads=threads),
+                GeneratorVariant(plan.model, ort, "int8", threads=1)]  # fmt: skip
+    return out, skipped
 
 
 def fidelity_of(generator: Any, oracle: Any, text: list[int], prompts: list[tuple[int, ...]]) -> dict[str, float]:
@@ -144,6 +166,7 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
     say = progress or (lambda label: None)
     start = time.perf_counter()
     cpu = probe_cpu()
+    card = build_llm(plan.model, settings)
     say("loading the oracle (transformers FP32)")
     oracle = open_generator(GeneratorVariant(plan.model, "transformers", "fp32", threads=cpu.usable_cpus), settings)
     prose = Prose(oracle)
@@ -152,8 +175,9 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
     prompts = [prose.window(48) for _ in range(2 if plan.quick else plan.prompts)]
     config = GenBenchConfig(prompt=128 if plan.quick else 512, generate=32 if plan.quick else 128, depths=(16,),
                             repeats=2 if plan.quick else plan.repeats)  # fmt: skip
-    outcomes = []
-    for variant in candidates(plan, cpu.usable_cpus):
+    variants, outcomes = candidates(plan, card, cpu.usable_cpus)
+    plain: dict[tuple[str, str], list[list[int]]] = {}
+    for variant in variants:
         say(variant.label)
         outcome = GenOutcome(variant)
         try:
@@ -161,8 +185,15 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
             outcome.fidelity = fidelity_of(generator, oracle, text, prompts)
             outcome.speed = bench_generator(variant.label, generator, config).summary()
             why = breach(outcome.fidelity, plan.budget)
+            if why is None and variant.engine == "openvino-genai":
+                why = lookup_breach(generator, variant, plain, outcome, Prose(generator))
             if plan.objective == "throughput" and why is None:
                 outcome.speed["streams"] = streams_rate(generator, plan, config)
+            if plan.objective == "grounded" and why is None:
+                prose = Prose(generator)
+                outcome.speed.update({task: task_speed(generator, prose, words, config.generate, 2, drafted)
+                                      for task, words, drafted in (("grounded", GROUNDED, variant.prompt_lookup),
+                                                                   ("open", OPEN, variant.prompt_lookup))})
             del generator
         except InvalidInput:
             raise
@@ -174,6 +205,24 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
     chosen = decide(outcomes, plan.objective)
     machine = {"cpu": cpu.model, "usable_cpus": cpu.usable_cpus, "isa": list(cpu.isa)}
     return GenResult(plan, outcomes, chosen, machine, time.perf_counter() - start)
+
+
+def lookup_breach(generator: Any, variant: GeneratorVariant, plain: dict[tuple[str, str], list[list[int]]],
+                  outcome: GenOutcome, prose: Prose) -> str | None:
+    """For OpenVINO GenAI: record the greedy tokens of two input-grounded prompts without prompt lookup, and refuse
+    a lookup variant whose tokens differ from its plain twin's (the draft must never change greedy output)."""
+    key = (variant.weights, variant.kv_cache)
+    tokens = [generator.generate(GenerationRequest(task_prompt(generator, GROUNDED, generator.detokenize(
+        prose.window(160))), max_tokens=32, ignore_eos=True)).tokens for _ in range(2)]  # fmt: skip
+    if not variant.prompt_lookup:
+        plain.setdefault(key, tokens)
+        return None
+    twin = plain.get(key)
+    if twin is None:
+        return "its plain twin (no lookup) did not keep the budget: nothing to check its output against"
+    same = float(np.mean([a == b for a, b in zip(tokens, twin, strict=True)]))
+    outcome.fidelity["lookup_identical_greedy"] = same
+    return None if same == 1.0 else f"prompt lookup changed the greedy output ({same:.0%} of prompts identical)"
 
 
 def streams_rate(generator: Any, plan: GenPlan, config: GenBenchConfig) -> dict[str, float]:
@@ -194,6 +243,8 @@ def speed_of(outcome: GenOutcome, objective: str) -> tuple[float, str]:
     if objective == "throughput":
         streams = outcome.speed["streams"]
         return streams["output_tokens_per_s"], f"output tok/s at {streams['streams']} streams"
+    if objective == "grounded":
+        return outcome.speed["grounded"]["tokens_per_s"], "tok/s decoding one stream on input-grounded tasks"
     return tg(outcome), "tok/s decoding one stream"
 
 

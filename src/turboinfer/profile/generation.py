@@ -16,7 +16,8 @@ from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.models.generation_speed import concurrent_run
-from turboinfer.models.llm import BYTES_PER_WEIGHT, GeneratorVariant, LlmCard, build_llm, open_generator
+from turboinfer.models.generators import GeneratorVariant, open_generator
+from turboinfer.models.llm import BYTES_PER_WEIGHT, LlmCard, build_llm
 from turboinfer.models.sentences import Prose
 from turboinfer.profile.diagnose import Recommendation
 from turboinfer.runtime.generate import KV_VALUE_BYTES, GenerationRequest, check_kv_capacity
@@ -79,11 +80,11 @@ def profile_generator(
     prose = Prose(generator)
     out = GenProfile(variant.to_dict(), generator.describe(), {"cpu": cpu.model, "usable_cpus": cpu.usable_cpus})
     generator.generate(GenerationRequest(prose.window(32), max_tokens=4, ignore_eos=True))  # warm-up
-    for length in request.prompts:
+    for length in (n for n in request.prompts if n < card.context):  # the model's context bounds the sweep
         say(f"prefill, {length}-token prompt")
         result = generator.generate(GenerationRequest(prose.window(length), max_tokens=1, ignore_eos=True))
         out.prefill.append({"prompt": length, "ttft_s": result.ttft_s, "tokens_per_s": length / result.ttft_s})
-    for depth in request.depths:
+    for depth in (d for d in request.depths if d + request.generate <= card.context):
         say(f"decode at depth {depth}")
         result = generator.generate(
             GenerationRequest(prose.window(depth), max_tokens=request.generate, ignore_eos=True)

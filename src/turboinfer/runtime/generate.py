@@ -77,6 +77,8 @@ class GenerationResult:
     token_times_s: list[float] = field(default_factory=list)
     """Request start to each generated token, seconds."""
     total_s: float = 0.0
+    steps: int = 0
+    """Decode steps that produced the tokens (0: one per token, the engine does not say)."""
 
     @property
     def completion_tokens(self) -> int:
@@ -102,7 +104,8 @@ class GenerationResult:
         """JSON-ready form."""
         return {"text": self.text, "tokens": self.tokens, "finish_reason": self.finish_reason,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "total_s": self.total_s}  # fmt: skip
+                "ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "total_s": self.total_s,
+                "steps": self.steps or self.completion_tokens}  # fmt: skip
 
 
 OnText = Callable[[str], None]

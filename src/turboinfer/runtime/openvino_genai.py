@@ -24,6 +24,8 @@ from turboinfer.runtime.generate import (
 )
 
 KV_PRECISIONS = ("u8", "f16", "bf16", "f32")
+PROMPT_LOOKUP_NGRAM = 3
+"""Longest n-gram matched against the prompt when drafting (OpenVINO GenAI's max_ngram_size)."""
 
 
 def import_openvino_genai() -> Any:
@@ -42,7 +44,8 @@ class EngineConfig:
     threads: int = 0
     """Inference threads; 0 = all usable cores."""
     kv_precision: str = "u8"
-    """KV cache element type: u8 (OpenVINO's CPU default), f16, bf16 or f32."""
+    """KV cache element type: u8 (OpenVINO's CPU default), f16, bf16 or f32 (f32 also computes in f32, without
+    dynamic activation quantization)."""
     cache_gb: float = 1.0
     """KV cache size, GiB: streams × context that fit."""
     prefix_caching: bool = True
@@ -51,6 +54,11 @@ class EngineConfig:
     """Tokens per engine step: bounds how long a new prompt's prefill stalls running streams (chunked prefill)."""
     max_streams: int = 64
     """Sequences scheduled together at most."""
+    prompt_lookup: int = 0
+    """Prompt-lookup decoding: tokens drafted per step from the n-grams (up to PROMPT_LOOKUP_NGRAM tokens) of the
+    prompt and text so far, verified in one pass (0: off). Run with kv_precision f32: with OpenVINO's default u8 KV
+    cache and dynamic quantization the verifying pass rounds differently from one-token steps, and greedy output
+    left plain decoding's in 3 of 4 copy prompts (docs/llm.md)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -70,6 +78,8 @@ class Live:
     tokens: list[int] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     finish: FinishReason | None = None
+    steps: int = 0
+    """Engine steps that gave this request tokens (fewer than its tokens when drafts are accepted)."""
 
 
 class OpenVinoGenAiGenerator:
@@ -94,8 +104,12 @@ class OpenVinoGenAiGenerator:
         scheduler.max_num_seqs = self.config.max_streams
         scheduler.dynamic_split_fuse = True
         properties: dict[str, Any] = {"KV_CACHE_PRECISION": self.config.kv_precision}
+        if self.config.kv_precision == "f32":  # f32 throughout: what keeps prompt lookup's greedy output exact
+            properties |= {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
         if self.config.threads:
             properties["INFERENCE_NUM_THREADS"] = self.config.threads
+        if self.config.prompt_lookup:
+            properties["prompt_lookup"] = True
         start = time.perf_counter()
         try:
             self.pipe = self.og.ContinuousBatchingPipeline(str(model), scheduler, "CPU", properties)
@@ -130,6 +144,8 @@ class OpenVinoGenAiGenerator:
         if c.do_sample:
             c.temperature, c.top_p, c.top_k = s.temperature, s.top_p, s.top_k or 0
             c.rng_seed = s.seed if s.seed is not None else 0
+        if self.config.prompt_lookup:
+            c.num_assistant_tokens, c.max_ngram_size = self.config.prompt_lookup, PROMPT_LOOKUP_NGRAM
         if request.stop:
             c.stop_strings = set(request.stop)
             c.include_stop_str_in_output = True  # the TextAssembler cuts the text at the stop string itself
@@ -153,6 +169,7 @@ class OpenVinoGenAiGenerator:
         done = []
         for key, live in list(self.live.items()):
             if live.handle.can_read():
+                live.steps += 1
                 for output in live.handle.read().values():
                     self.absorb(live, output, now)
             if live.finish is not None or str(live.handle.get_status()).endswith(("FINISHED", "STOP", "CANCEL")):
@@ -188,7 +205,7 @@ class OpenVinoGenAiGenerator:
         total = time.perf_counter() - live.begin
         ttft = live.times[0] if live.times else total
         return GenerationResult(live.tokens, live.text.sent, live.finish or "length", live.prompt_tokens, ttft,
-                                live.times, total)  # fmt: skip
+                                live.times, total, live.steps)  # fmt: skip
 
     def cancel(self, key: int) -> None:
         """Drop a request: its KV blocks are freed at the next step."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText, decode
@@ -64,6 +65,7 @@ class OrtGenAiGenerator:
             raise InvalidModel(f"ONNX Runtime GenAI cannot load {folder}: {str(err).splitlines()[0][:200]}") from None
         self.load_s = time.perf_counter() - start
         self.tokenizer = self.og.Tokenizer(self.model)
+        self.text = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.folder, self.threads = folder, threads
         self.context = int(config_data["model"]["context_length"])
         eos = config_data["model"]["eos_token_id"]
@@ -71,12 +73,13 @@ class OrtGenAiGenerator:
         self.precision = precision_of(folder)
 
     def tokenize(self, text: str) -> list[int]:
-        """Token ids of text."""
-        return [int(t) for t in self.tokenizer.encode(text)]
+        """Token ids of text, by the tokenizer.json the builder copied (with its post-processor: ONNX Runtime
+        GenAI's own tokenizer leaves out the BOS token that Gemma needs)."""
+        return list(self.text.encode(text).ids)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         """Text of token ids."""
-        return str(self.tokenizer.decode(np.asarray(tokens, dtype=np.int32)))
+        return str(self.text.decode(list(tokens), skip_special_tokens=True))
 
     def chat(self, messages: list[dict[str, str]]) -> str:
         """A conversation rendered by the model's chat template, ready for the assistant's turn."""

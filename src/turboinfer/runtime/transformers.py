@@ -3,6 +3,7 @@ decoding with or without the KV cache, and the safetensors export other engines 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ def import_transformers() -> Any:
 def load(source: Path) -> tuple[Any, Any]:
     """(model, tokenizer) in FP32 from a GGUF file (de-quantized) or a safetensors folder."""
     torch, transformers = import_torch(), import_transformers()
+    transformers.utils.logging.disable_progress_bar()  # the CLI draws its own progress
     folder, gguf = (source.parent, source.name) if source.suffix == ".gguf" else (source, None)
     kwargs = {"gguf_file": gguf} if gguf else {}
     try:
@@ -46,11 +48,22 @@ def export_safetensors(gguf: Path, out: Path) -> dict[str, int]:
         del model.config.quantization_config
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    use_tokenizer_json(out)
     c = model.config
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
     return {"layers": c.num_hidden_layers, "hidden": c.hidden_size, "heads": c.num_attention_heads,
             "kv_heads": c.num_key_value_heads, "head_dim": head_dim, "vocab": c.vocab_size,
             "context": c.max_position_embeddings, "parameters": sum(p.numel() for p in model.parameters())}  # fmt: skip
+
+
+def use_tokenizer_json(folder: Path) -> None:
+    """Make the folder's tokenizer load as the tokenizer.json it saved: a GGUF's tokenizer is saved under a class
+    name that, loaded again, may pre-tokenize differently (a byte-level BPE saved as CodeLlamaTokenizer turned every
+    space into an unknown token in transformers 5.5)."""
+    config_path = folder / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config_path.write_text(json.dumps(config, indent=2))
 
 
 class CachedStream:

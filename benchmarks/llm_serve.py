@@ -46,9 +46,9 @@ def start_turboinfer(*options: str, model: str = "smollm2-135m") -> tuple[Any, s
     return wait_ready(f"http://127.0.0.1:{port}/health", launch(command)), f"http://127.0.0.1:{port}"
 
 
-def start_llamacpp() -> tuple[Any, str]:
+def start_llamacpp(model: str = "smollm2-135m") -> tuple[Any, str]:
     port = free_port()
-    command = [sys.executable, str(LLAMACPP), str(port), str(STREAMS), str(THREADS)]
+    command = [sys.executable, str(LLAMACPP), str(port), str(STREAMS), str(THREADS), model]
     return wait_ready(f"http://127.0.0.1:{port}/health", launch(command)), f"http://127.0.0.1:{port}"
 
 

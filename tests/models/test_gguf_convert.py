@@ -49,5 +49,5 @@ def test_every_weight_is_within_half_a_q8_0_step(shipped, written):
 
 
 def test_only_known_layouts_are_written(shipped, tmp_path):
-    with pytest.raises(InvalidModel, match="writes q8_0, not 'q2_k'"):
+    with pytest.raises(InvalidModel, match="writes q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16, not 'q2_k'"):
         requantize_gguf(shipped, tmp_path / "x.gguf", "q2_k")

@@ -104,15 +104,18 @@ def task_prompt(generator: Generator, task: str, passage: str) -> str:
 
 
 def task_speed(generator: Generator, prose: Prose, task: str, generate: int = 64, prompts: int = 2,
-               drafted: int = 0) -> dict[str, float]:  # fmt: skip
+               drafted: int = 0, outputs: list[list[int]] | None = None) -> dict[str, float]:  # fmt: skip
     """One-stream greedy decode on a task (GROUNDED or OPEN) over passages of real prose: tokens/s (median of the
-    prompts), tokens per decode step and, when `drafted` tokens are proposed per step, the share accepted."""
+    prompts), tokens per decode step and, when `drafted` tokens are proposed per step, the share accepted; each
+    prompt's tokens appended to `outputs` when given."""
     rates, tokens, steps = [], 0, 0
     for _ in range(prompts):
         passage = generator.detokenize(prose.window(160))
         request = GenerationRequest(task_prompt(generator, task, passage), max_tokens=generate, ignore_eos=True)
         result = generator.generate(request)
         rates.append(result.decode_rate)
+        if outputs is not None:
+            outputs.append(result.tokens)
         tokens, steps = tokens + result.completion_tokens, steps + (result.steps or result.completion_tokens)
     per_step = tokens / max(steps, 1)
     out = {"tokens_per_s": float(np.median(rates)), "tokens_per_step": per_step}

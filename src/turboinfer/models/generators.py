@@ -69,8 +69,9 @@ class GeneratorVariant:
         if self.prompt_lookup and self.engine != "openvino-genai":
             raise InvalidModel("prompt lookup runs in OpenVINO GenAI's pipeline only (engine openvino-genai)")
         if self.prompt_lookup and self.kv_cache != "f32":
-            raise InvalidModel("prompt lookup runs with kv_cache f32 (f32 numerics keep its greedy output identical to "
-                               "plain decoding)")
+            raise InvalidModel(
+                "prompt lookup runs with kv_cache f32 (f32 numerics keep its greedy output identical to plain decoding)"
+            )
         return self
 
     def to_dict(self) -> dict[str, Any]:

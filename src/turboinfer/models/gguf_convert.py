@@ -15,8 +15,15 @@ import numpy as np
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
 
-QUANTS = {"q8_0": "MOSTLY_Q8_0", "q4_0": "MOSTLY_Q4_0", "q4_1": "MOSTLY_Q4_1", "q5_0": "MOSTLY_Q5_0",
-          "q5_1": "MOSTLY_Q5_1", "f16": "MOSTLY_F16", "bf16": "MOSTLY_BF16"}
+QUANTS = {
+    "q8_0": "MOSTLY_Q8_0",
+    "q4_0": "MOSTLY_Q4_0",
+    "q4_1": "MOSTLY_Q4_1",
+    "q5_0": "MOSTLY_Q5_0",
+    "q5_1": "MOSTLY_Q5_1",
+    "f16": "MOSTLY_F16",
+    "bf16": "MOSTLY_BF16",
+}
 """Layouts the `gguf` package quantizes (its reference code has no K-quant writer) → the file type written."""
 
 

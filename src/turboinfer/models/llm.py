@@ -196,7 +196,8 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
             card = load_llm_card(final / LLM_CARD)
         except InvalidModel:  # a card an older turboinfer wrote: built again
             card = None
-        if card and card.sha256 == sha and card.versions == versions and (card.hf_folder / "config.json").is_file():
+        same = card is not None and (card.sha256, card.versions, card.source) == (sha, versions, path)
+        if card is not None and same and (card.hf_folder / "config.json").is_file():
             return overrides.apply(card)
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{name}-") as tmp:

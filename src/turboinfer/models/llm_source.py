@@ -123,11 +123,11 @@ def gguf_facts(path: Path) -> LlmFacts:
         raise InvalidModel(f"{path}: the GGUF metadata lacks {arch}.attention.head_count or embedding_length")
     names = {t.name for t in reader.tensors}
     types = Counter(t.tensor_type.name for t in reader.tensors if len(t.shape) > 1)
-    file_type = field("general.file_type")
     try:
-        layout = gguf.LlamaFileType(int(file_type)).name.removeprefix("MOSTLY_").removeprefix("ALL_") if file_type is not None else ""
-    except ValueError:
+        layout = gguf.LlamaFileType(int(field("general.file_type", -1))).name
+    except ValueError:  # absent or a type this gguf package does not know: named by its commonest tensor type
         layout = ""
+    layout = layout.removeprefix("MOSTLY_").removeprefix("ALL_")
     return LlmFacts(
         architecture=arch, layers=int(field(f"{arch}.block_count", 0)), hidden=hidden, heads=heads,
         kv_heads=int(field(f"{arch}.attention.head_count_kv", heads)),
@@ -180,8 +180,10 @@ def hf_facts(folder: Path) -> LlmFacts:
             dtypes[tensor["dtype"]] += 1
     tokenizer_config = folder / "tokenizer_config.json"
     special = json.loads(tokenizer_config.read_text()) if tokenizer_config.is_file() else {}
-    template = (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file() or (
-        "chat_template" in special
+    template = (
+        (folder / "chat_template.jinja").is_file()
+        or (folder / "chat_template.json").is_file()
+        or ("chat_template" in special)
     )
     heads = int(config["num_attention_heads"])
     return LlmFacts(

@@ -68,7 +68,7 @@ class GenPlan:
     grounded: the fastest one-stream decode on input-grounded tasks (copy or edit a given text), where prompt
     lookup drafts tokens from the prompt."""
     streams: int = 16
-    lookup: tuple[int, ...] = (4,)
+    lookup: tuple[int, ...] = (3, 4)
     """Prompt-lookup draft lengths searched (OpenVINO GenAI; each checked to leave greedy output unchanged)."""
 
     def __post_init__(self) -> None:
@@ -95,8 +95,8 @@ class GenOutcome:
 def candidates(plan: GenPlan, card: LlmCard, threads: int) -> tuple[list[GeneratorVariant], list[GenOutcome]]:
     """The search space, and the engines skipped for this model with their reason: OpenVINO GenAI on the Q8_0
     re-quantization and on the file's own layout (u8 KV cache; f16 and one thread in a full run); for the grounded
-    objective (and every full run) f32 numerics without and with prompt lookup; ONNX Runtime GenAI at 4-bit and 8-bit weights (FP32 and one
-    thread in a full run)."""
+    objective (and every full run) f32 numerics without and with prompt lookup; ONNX Runtime GenAI at 4-bit and
+    8-bit weights (FP32 and one thread in a full run)."""
     ov, ort, out, skipped = "openvino-genai", "ort-genai", [], []
     if card.refusal(ov) is None:
         out += [GeneratorVariant(plan.model, ov, w, "u8", threads) for w in openvino_weights(card)]
@@ -191,9 +191,15 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
                 outcome.speed["streams"] = streams_rate(generator, plan, config)
             if plan.objective == "grounded" and why is None:
                 prose = Prose(generator)
-                outcome.speed.update({task: task_speed(generator, prose, words, config.generate, 2, drafted)
-                                      for task, words, drafted in (("grounded", GROUNDED, variant.prompt_lookup),
-                                                                   ("open", OPEN, variant.prompt_lookup))})
+                outcome.speed.update(
+                    {
+                        task: task_speed(generator, prose, words, config.generate, 2, drafted)
+                        for task, words, drafted in (
+                            ("grounded", GROUNDED, variant.prompt_lookup),
+                            ("open", OPEN, variant.prompt_lookup),
+                        )
+                    }
+                )
             del generator
         except InvalidInput:
             raise
@@ -207,8 +213,13 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
     return GenResult(plan, outcomes, chosen, machine, time.perf_counter() - start)
 
 
-def lookup_breach(generator: Any, variant: GeneratorVariant, plain: dict[tuple[str, str], list[list[int]]],
-                  outcome: GenOutcome, prose: Prose) -> str | None:
+def lookup_breach(
+    generator: Any,
+    variant: GeneratorVariant,
+    plain: dict[tuple[str, str], list[list[int]]],
+    outcome: GenOutcome,
+    prose: Prose,
+) -> str | None:
     """For OpenVINO GenAI: record the greedy tokens of two input-grounded prompts without prompt lookup, and refuse
     a lookup variant whose tokens differ from its plain twin's (the draft must never change greedy output)."""
     key = (variant.weights, variant.kv_cache)
@@ -276,4 +287,4 @@ def save(result: GenResult, out_dir: Path) -> dict[str, Path]:
 
 def quick(plan: GenPlan) -> GenPlan:
     """The plan cut to a short run."""
-    return replace(plan, quick=True, text_tokens=96, prompts=2, repeats=2)
+    return replace(plan, quick=True, text_tokens=96, prompts=2, repeats=2, lookup=plan.lookup[:1])

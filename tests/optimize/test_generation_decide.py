@@ -44,5 +44,5 @@ def test_the_budget_reads_teacher_forced_agreement_before_the_greedy_path():
 
 
 def test_an_unknown_objective_is_refused():
-    with pytest.raises(InvalidInput, match="objective is latency or throughput, got 'speed'"):
+    with pytest.raises(InvalidInput, match="objective is one of latency, throughput, grounded, got 'speed'"):
         GenPlan(objective="speed")

@@ -131,9 +131,9 @@ def llm_built(card: LlmCard) -> None:
 
 def llm_facts(card: LlmCard) -> None:
     """Say what an LLM file is (architecture, sizes, layout, tokenizer, template) and what its overrides change."""
-    errors.print(f"{card.name}: {card.facts}", highlight=False, markup=False)
+    errors.print(f"{card.name}: {card.facts}", highlight=False, markup=False, soft_wrap=True)
     for line in card.overrides.lines():
-        errors.print(f"{card.name}: override: {line}", highlight=False, markup=False)
+        errors.print(f"{card.name}: override: {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 def latency_line(label: str, s: Summary) -> str:

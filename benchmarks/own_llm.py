@@ -124,11 +124,11 @@ def served(model: str, settings: Settings) -> None:
 
 def lookup(settings: Settings) -> None:
     print(
-        "#### Prompt lookup (OpenVINO GenAI, SmolLM2-135M Q8_0, one stream, 4 prompts of 160-token passages, "
-        "64 greedy tokens)\n"
+        f"#### Prompt lookup (OpenVINO GenAI, SmolLM2-135M Q8_0, one stream, {PROMPTS} prompts of 160-token passages, "
+        "64 greedy tokens, median tok/s)\n"
     )
-    print("| decoding | task | tok/s | tokens per step | acceptance of 4 drafted | output identical to plain f32 |\n"
-          + "| --- " * 6 + "|")  # fmt: skip
+    print("| decoding | task | tok/s | tokens per step | acceptance (accepted / drafted) | output identical to plain "
+          "f32 |\n" + "| --- " * 6 + "|")  # fmt: skip
     setups = [
         ("plain, default numerics (u8 KV)", GeneratorVariant("smollm2-135m", threads=THREADS)),
         ("plain, f32 numerics", GeneratorVariant("smollm2-135m", kv_cache="f32", threads=THREADS)),

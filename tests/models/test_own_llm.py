@@ -40,7 +40,13 @@ def test_the_facts_are_read_from_the_file(own_llms, family, layout, facts):
 
 
 @pytest.mark.parametrize(
-    ("family", "kind"), [("llama", "gguf"), ("gemma3", "hf"), pytest.param("qwen3", "gguf", marks=pytest.mark.slow)]
+    ("family", "kind"),
+    [
+        ("llama", "gguf"),
+        ("gemma3", "hf"),
+        pytest.param("qwen3", "gguf", marks=pytest.mark.slow),
+        pytest.param("phi3", "gguf", marks=pytest.mark.slow),
+    ],
 )
 def test_ort_genai_at_fp32_decodes_exactly_as_the_oracle(own_llms, settings, family, kind):
     path = str(own_llms.gguf(family, "f32") if kind == "gguf" else own_llms.folder(family))

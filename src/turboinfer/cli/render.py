@@ -131,7 +131,7 @@ def llm_built(card: LlmCard) -> None:
 
 def llm_facts(card: LlmCard) -> None:
     """Say what an LLM file is (architecture, sizes, layout, tokenizer, template) and what its overrides change."""
-    errors.print(f"{card.name}: {card.facts}", highlight=False, markup=False, soft_wrap=True)
+    errors.print(f"{card.name}: {card.line()}", highlight=False, markup=False, soft_wrap=True)
     for line in card.overrides.lines():
         errors.print(f"{card.name}: override: {line}", highlight=False, markup=False, soft_wrap=True)
 

@@ -21,7 +21,7 @@ from typing import Any
 from turboinfer.core.errors import InvalidModel, MissingExtra, ModelNotFound
 from turboinfer.core.settings import Settings
 from turboinfer.models.llm_overrides import Overrides, read_overrides
-from turboinfer.models.llm_source import engine_refusal, facts_of, read_gguf, source_kind, source_sha256
+from turboinfer.models.llm_source import LlmFacts, engine_refusal, facts_of, read_gguf, source_kind, source_sha256
 
 LLM_CARD = "llm.card.json"
 ORT_PRECISIONS = ("fp32", "int8", "int4")
@@ -58,10 +58,10 @@ LLMS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class LlmCard:
-    """A built LLM: its source (GGUF or folder), the safetensors folder the oracle reads, the cache folder of its
-    artifacts, and the architecture facts that size its KV cache and bound its speed."""
+@dataclass(frozen=True, kw_only=True)
+class LlmCard(LlmFacts):
+    """A built LLM: the facts of its file, its source (GGUF or folder), the safetensors folder the oracle reads and
+    the cache folder of its artifacts."""
 
     name: str
     source: Path
@@ -70,21 +70,6 @@ class LlmCard:
     hf_folder: Path
     folder: Path
     sha256: str
-    architecture: str
-    layout: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    vocab: int
-    context: int
-    parameters: int
-    facts: str
-    """The one line that says what the file is."""
-    chat_template: bool = True
-    bos_token: str = ""
-    eos_token: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     overrides: Overrides = field(default_factory=Overrides)
     description: str = ""
@@ -207,13 +192,8 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
             export_safetensors(path, Path(tmp) / "hf")
         hf = final / "hf" if kind == "gguf" else path
         entry = next((e for e in LLMS if e.name == name), None)
-        card = LlmCard(name=name, source=path, kind=kind, hf_folder=hf, folder=final, sha256=sha,
-                       architecture=facts.architecture, layout=facts.layout, layers=facts.layers, hidden=facts.hidden,
-                       heads=facts.heads, kv_heads=facts.kv_heads, head_dim=facts.head_dim, vocab=facts.vocab,
-                       context=facts.context, parameters=facts.parameters, facts=facts.line(),
-                       chat_template=facts.chat_template, bos_token=facts.bos_token, eos_token=facts.eos_token,
-                       versions=versions,
-                       description=entry.description if entry else "")  # fmt: skip
+        card = LlmCard(**asdict(facts), name=name, source=path, kind=kind, hf_folder=hf, folder=final, sha256=sha,
+                       versions=versions, description=entry.description if entry else "")  # fmt: skip
         (Path(tmp) / LLM_CARD).write_text(json.dumps(card.to_dict(), indent=2))
         if final.exists():
             shutil.rmtree(final)

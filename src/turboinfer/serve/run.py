@@ -110,7 +110,7 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
             f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
     limits = SchedulerConfig(**{**scheduler.__dict__, "kv_tokens": tokens})
-    return LlmServing(card.name, engine, limits, plan, card.facts)
+    return LlmServing(card.name, engine, limits, plan, card.line())
 
 
 def build_server(served: list[ModelServing], config: ServeConfig, llms: list[LlmServing] | None = None) -> Server:

@@ -27,7 +27,10 @@ def test_single_bench_reports_cis_throughput_and_memory(ort_variant):
 
 def test_a_a_reports_no_difference(ort_variant):
     result = bench_ab(ort_variant, ort_variant, BenchConfig(runs=200))
-    assert result.verdict.startswith(("no difference", "no practical difference")), result.verdict
+    # A 95% CI leaves out the true ratio (1) in about one A/A run in twenty by construction (CI saw B/A 1.01, CI
+    # 1.00–1.06, on a loaded machine); what must hold every time is a ratio of about 1 whose CI reaches 1 ± 2%.
+    low, high = result.ratio.ci
+    assert abs(result.ratio.ratio - 1) < 0.03 and low <= 1.02 and high >= 0.98, result.verdict
 
 
 def test_ort_against_pytorch_eager_is_a_significant_difference(ort_variant, settings):

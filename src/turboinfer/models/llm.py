@@ -94,7 +94,7 @@ class LlmCard(LlmFacts):
 
     def refusal(self, engine: str) -> str | None:
         """Why an engine cannot run this model, or None."""
-        return engine_refusal(self.architecture, engine, self.kind)
+        return engine_refusal(self.architecture, engine)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (paths as strings)."""
@@ -199,33 +199,37 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
             shutil.rmtree(final)
         Path(tmp).rename(final)
     card = load_llm_card(final / LLM_CARD)
-    if card.refusal("openvino-genai") is None:
+    if card.gguf is not None and card.refusal("openvino-genai") is None:
         openvino_gguf(card, REQUANTIZED)
     return overrides.apply(card)
 
 
 def openvino_weights(card: LlmCard) -> tuple[str, ...]:
-    """The GGUF layouts OpenVINO GenAI can run for this model: the Q8_0 re-quantization, and the file's own where
-    its reader loads it."""
+    """The GGUF layouts OpenVINO GenAI can run for this model: the Q8_0 re-quantization (of a folder: llama.cpp's
+    Q8_0), and a GGUF's own layout where its reader loads it."""
     if card.gguf is None:
-        return ()
+        return (REQUANTIZED,)
     own = card.layout.lower()
     return (REQUANTIZED, own) if own in OPENVINO_FILE_LAYOUTS and own != REQUANTIZED else (REQUANTIZED,)
 
 
 def openvino_gguf(card: LlmCard, weights: str) -> Path:
-    """The GGUF OpenVINO GenAI loads for a weight layout: the file as shipped (its own layout), or its Q8_0
-    re-quantization, written once into the cache."""
-    if card.gguf is None or weights not in openvino_weights(card):
-        raise InvalidModel(f"OpenVINO GenAI runs {', '.join(openvino_weights(card)) or 'GGUF'} weights of "
-                           f"{card.name}, not {weights!r}")  # fmt: skip
-    if weights != REQUANTIZED:
+    """The GGUF OpenVINO GenAI loads for a weight layout: the file as shipped (its own layout), or a Q8_0 copy
+    written once into the cache — re-quantized from a GGUF, converted from a folder by llama.cpp's converter."""
+    if weights not in openvino_weights(card):
+        raise InvalidModel(f"OpenVINO GenAI runs {', '.join(openvino_weights(card))} weights of {card.name}, not "
+                           f"{weights!r}")  # fmt: skip
+    if card.gguf is not None and weights != REQUANTIZED:
         return card.gguf
     target = card.folder / f"{card.name}.{weights}.gguf"
     if not target.is_file():
-        from turboinfer.models.gguf_convert import requantize_gguf
+        from turboinfer.models.gguf_convert import folder_to_gguf, requantize_gguf
 
-        requantize_gguf(card.gguf, target, weights)
+        card.folder.mkdir(parents=True, exist_ok=True)
+        if card.gguf is not None:
+            requantize_gguf(card.gguf, target, weights)
+        else:
+            folder_to_gguf(card.source, target, weights)
     return target
 
 

@@ -27,7 +27,7 @@ ENGINE_ARCHITECTURES = {
 }
 """Which engine runs which architecture: transformers (5.x) and ONNX Runtime GenAI's model builder run them all;
 OpenVINO GenAI 2026.4's GGUF reader runs llama, qwen2 and qwen3 and refuses the rest ("Unsupported model
-architecture 'gemma3'", docs/llm.md)."""
+architecture 'gemma3'", docs/llm.md); a Hugging Face folder reaches it as the Q8_0 GGUF llama.cpp's converter writes."""
 SAFETENSORS_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I8": 1, "U8": 1, "I32": 4, "I64": 8}
 
 
@@ -77,13 +77,12 @@ def check_architecture(architecture: str, where: Path) -> str:
     return architecture
 
 
-def engine_refusal(architecture: str, engine: str, kind: str) -> str | None:
-    """Why an engine cannot run a model of this architecture and kind (gguf or hf), or None when it can."""
+def engine_refusal(architecture: str, engine: str) -> str | None:
+    """Why an engine cannot run a model of this architecture, or None when it can (OpenVINO GenAI reads a folder
+    through the GGUF llama.cpp's converter writes of it)."""
     if architecture not in ENGINE_ARCHITECTURES.get(engine, ()):
         runs = ", ".join(ENGINE_ARCHITECTURES.get(engine, ()))
         return f"{engine} does not run {architecture} (it runs {runs})"
-    if engine == "openvino-genai" and kind == "hf":
-        return "openvino-genai reads GGUF files here; a Hugging Face folder runs on ort-genai and transformers"
     return None
 
 

@@ -5,6 +5,7 @@ can run is refused here with the reason."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import struct
@@ -233,13 +234,20 @@ def facts_of(path: Path) -> LlmFacts:
 
 
 def source_sha256(path: Path) -> str:
-    """sha256 of a GGUF file, or of a folder's config, tokenizer and weight files (names and contents)."""
-    digest = hashlib.sha256()
+    """sha256 of a GGUF file, or of a folder's config, tokenizer and weight files (names and contents); hashed once
+    per process while the files keep their size and modification time (every command asks more than once)."""
     files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file() and p.suffix in
                                                  (".json", ".safetensors", ".model", ".jinja"))  # fmt: skip
-    for file in files:
-        digest.update(file.name.encode())
-        with open(file, "rb") as handle:
+    return files_sha256(tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+@functools.lru_cache(maxsize=16)
+def files_sha256(files: tuple[tuple[str, int, int], ...]) -> str:
+    """sha256 over (path, size, mtime) files' names and contents."""
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).name.encode())
+        with open(name, "rb") as handle:
             while block := handle.read(2**22):
                 digest.update(block)
     return digest.hexdigest()

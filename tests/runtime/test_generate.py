@@ -54,6 +54,23 @@ def test_sampling_is_greedy_at_zero_temperature_and_seeded_otherwise():
     assert set(nucleus(logits) for _ in range(50)) == {1}
 
 
+def test_penalties_lower_the_scores_of_generated_tokens_as_openai_defines_them():
+    logits = np.array([0.0, 2.0, 1.0, 1.9])
+    assert Sampler(Sampling(presence_penalty=0.5))(logits, [1]) == 3  # 2.0 - 0.5 < 1.9
+    assert Sampler(Sampling(frequency_penalty=0.2))(logits, [1]) == 3  # once: 1.8 < 1.9
+    assert Sampler(Sampling(frequency_penalty=0.04))(logits, [1, 1]) == 1  # twice: 1.92 > 1.9
+    assert Sampler(Sampling(presence_penalty=-1.5))(logits, [2]) == 2  # negative: encouraged
+    assert logits[1] == 2.0  # the engine's buffer is untouched
+
+
+def test_client_values_are_made_safe_for_every_engine():
+    assert Sampling.engine_safe(1e-300, 1.0, 0, None).greedy
+    assert Sampling.engine_safe(0.8, 1e-300, 0, None).greedy
+    assert Sampling.engine_safe(0.8, 0.9, 0, -1).seed == 2**64 - 1
+    assert Sampling.engine_safe(0.8, 0.9, 0, 2**64 - 1).seed == 2**64 - 1
+    assert not Sampling.engine_safe(0.8, 0.9, 0, 5).greedy
+
+
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
@@ -66,7 +83,9 @@ def test_sampling_is_greedy_at_zero_temperature_and_seeded_otherwise():
         (GenerationRequest("x", sampling=Sampling(top_k=-2)), "top_k"),
         (GenerationRequest("x", stop=("",)), "non-empty strings"),
         (GenerationRequest("x", stop=("a",) * 17), "up to 16"),
-        (GenerationRequest("x", stop=(3,)), "stop must be a list of strings"),  # type: ignore[arg-type]
+        (GenerationRequest("x", stop=(3,)), "stop must be a string or an array of strings"),  # type: ignore[arg-type]
+        (GenerationRequest("x", sampling=Sampling(seed=-1)), "seed must be in 0..2"),
+        (GenerationRequest("x", sampling=Sampling(presence_penalty=2.5)), "presence_penalty must be a number in"),
     ],
 )
 def test_bad_requests_are_named(request_, message):

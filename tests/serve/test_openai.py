@@ -222,13 +222,13 @@ BAD_BODIES = [
     (json.dumps({"model": MODEL, "messages": []}).encode(), "messages must not be empty"),
     (json.dumps({"model": MODEL, "messages": [{"role": "robot", "content": "x"}]}).encode(), "messages[0].role"),
     (json.dumps({"model": MODEL, "messages": [{"role": "user", "content": 5}]}).encode(), "messages[0].content"),
-    (json.dumps(chat(max_tokens=10**6)).encode(), "max_tokens must be at most 1024"),
+    (json.dumps(chat(max_tokens=10**6)).encode(), "max_tokens must be between 1 and 1024"),
     (json.dumps(chat(max_tokens=0)).encode(), "max_tokens must be between 1"),
     (json.dumps(chat(stream="yes")).encode(), "stream must be a boolean"),
     (json.dumps(chat(stop=["."] * 100)).encode(), "stop must be a string or an array of up to 16"),
     (json.dumps(chat(stop=[1])).encode(), "stop must be a string or an array"),
     (json.dumps(chat(temperature=-1)).encode(), "temperature must be between 0 and 2"),
-    (json.dumps(chat(top_p=0)).encode(), "top_p must be in (0, 1]"),
+    (json.dumps(chat(top_p=1.5)).encode(), "top_p must be between 0 and 1"),
     (json.dumps(chat(n=2)).encode(), "n must be 1"),
     (json.dumps(chat(logprobs=True)).encode(), "logprobs is not supported"),
     (json.dumps(chat(stream_options={"include_usage": True})).encode(), "stream_options is only allowed"),
@@ -268,7 +268,8 @@ def test_unknown_models_oversized_and_half_sent_bodies(llm):
 
 
 class Faulty:
-    """Fault injection over the real engine: steps wait while `gate` is closed and raise `fault` once it is set."""
+    """Fault injection over the real engine: steps wait while `gate` is closed; the next step after `fault` is set
+    raises it (once)."""
 
     def __init__(self, engine: Any) -> None:
         self.inner, self.fault = engine, None
@@ -283,8 +284,9 @@ class Faulty:
 
     def step(self) -> list[int]:
         self.gate.wait()
-        if self.fault is not None:
-            raise self.fault
+        fault, self.fault = self.fault, None
+        if fault is not None:
+            raise fault
         return self.inner.step()
 
 
@@ -296,7 +298,7 @@ def spare(settings) -> Faulty:
     faulty.inner.close()
 
 
-def test_health_is_503_while_loading_and_after_the_engine_died(spare):
+def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
     spare.gate.clear()  # the warm-up generation cannot finish: still loading
     server = Server({}, CONFIG, generators={MODEL: (spare, LIMITS)})
     with running(server) as base:
@@ -306,13 +308,17 @@ def test_health_is_503_while_loading_and_after_the_engine_died(spare):
         spare.gate.set()
         wait_healthy(base)
         spare.fault = RuntimeError("device lost")
-        status, _, answer = call(f"{base}/v1/chat/completions", chat(max_tokens=4))
-        assert status == 503 and "engine has stopped" in answer["error"]["message"]
+        status, headers, answer = call(f"{base}/v1/chat/completions", chat(max_tokens=4))
+        assert status == 503 and "engine failed while generating this request" in answer["error"]["message"]
+        assert "device lost" in answer["error"]["message"] and headers["Retry-After"] == "1"
         status, _, health = call(f"{base}/health")
-        assert status == 503 and "device lost" in health["models"][MODEL]["reason"]
-        assert call(f"{base}/v2/health/live")[0] == 503  # liveness fails: the process must be restarted
-        assert call(f"{base}/v1/chat/completions", chat(max_tokens=4))[0] == 503
-    spare.fault = None
+        assert status == 503 and health["models"][MODEL]["state"] == "restarting"
+        assert "device lost" in health["models"][MODEL]["reason"]
+        assert call(f"{base}/v2/health/live")[0] == 200  # alive: it heals without a process restart
+        wait_healthy(base)  # a fresh engine process after the back-off
+        assert call(f"{base}/v1/chat/completions", chat(max_tokens=4))[0] == 200
+        text = urllib.request.urlopen(f"{base}/metrics").read().decode()
+        assert metric(text, f'turboinfer_llm_engine_restarts_total{{model="{MODEL}"}}') == 1
 
 
 def test_a_full_queue_is_refused_at_once_with_retry_after(spare, settings):

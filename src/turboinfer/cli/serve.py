@@ -72,6 +72,10 @@ def serve(
         float, typer.Option(min=0, help="LLMs: refuse (429) at once a request predicted to wait longer than this for "
                             "its first token, or to wait for a stream (0: off).")
     ] = 0.0,
+    request_timeout_s: Annotated[
+        float, typer.Option(min=0.1, help="LLMs: the deadline of a request that sets none (X-Request-Timeout-Ms), "
+                            "queue and generation included (504 past it).")
+    ] = 600.0,
     prompt_lookup: Annotated[
         int, typer.Option(min=0, max=16, help="LLMs on OpenVINO GenAI: draft this many tokens per step from n-grams of "
                           "the prompt (prompt-lookup decoding; greedy output unchanged; 0: off).")
@@ -92,7 +96,8 @@ def serve(
     models = [m for m in models if not is_llm(m)]
     if models and queue < 1:
         raise typer.BadParameter("ONNX models need a queue of at least 1", param_hint="--queue")
-    limits = SchedulerConfig(streams, queue, max_new_tokens, ttft_target_s=ttft_target_ms / 1000)
+    limits = SchedulerConfig(streams, queue, max_new_tokens, ttft_target_s=ttft_target_ms / 1000,
+                             request_timeout_s=request_timeout_s)  # fmt: skip
     llms = [llm_serving(m, env, limits, threads, kv_cache_gb, max_batched_tokens, prompt_lookup) for m in llm_names]
     if llm_first and (canary or shadow):
         second = llm_serving(canary or shadow or "", env, limits, threads, kv_cache_gb, max_batched_tokens)

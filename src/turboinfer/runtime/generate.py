@@ -20,6 +20,13 @@ from turboinfer.core.errors import InvalidInput
 FinishReason = Literal["stop", "length"]
 MAX_STOP_STRINGS = 16
 MAX_STOP_LENGTH = 256
+MIN_TEMPERATURE = 1e-4
+"""Temperatures below this sample as temperature 0 (greedy, their limit): OpenVINO GenAI computes in float32,
+where 1e-300 is 0 and fails its `temperature > 0` check."""
+MIN_TOP_P = 1e-6
+"""A top_p below this keeps only the most likely token: greedy, for the same reason."""
+SEED_MODULUS = 2**64
+"""Seeds are taken modulo this (the engines' seeds are unsigned 64-bit): -1 and 2**64 - 1 sample alike."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,20 @@ class Sampling:
     top_k: int = 0
     """0 = no top-k cut."""
     seed: int | None = None
+    presence_penalty: float = 0.0
+    """Subtracted from the score of every token already generated (OpenAI's definition, -2..2)."""
+    frequency_penalty: float = 0.0
+    """Subtracted from a token's score once per time it was generated (-2..2)."""
+
+    @classmethod
+    def engine_safe(cls, temperature: float, top_p: float, top_k: int, seed: int | None, presence_penalty: float = 0.0,
+                    frequency_penalty: float = 0.0) -> Sampling:  # fmt: skip
+        """Sampling every engine takes, for values a client may send: a temperature under MIN_TEMPERATURE or a
+        top_p under MIN_TOP_P is greedy, the seed is taken modulo SEED_MODULUS; then checked."""
+        if temperature < MIN_TEMPERATURE or top_p < MIN_TOP_P:
+            temperature, top_p = 0.0, 1.0
+        seed = None if seed is None else seed % SEED_MODULUS
+        return cls(temperature, top_p, top_k, seed, presence_penalty, frequency_penalty).check()
 
     def check(self) -> Sampling:
         """self, or InvalidInput naming the bad field."""
@@ -42,7 +63,18 @@ class Sampling:
             raise InvalidInput(f"top_k must be a non-negative integer, got {self.top_k!r}")
         if self.seed is not None and not (isinstance(self.seed, int) and not isinstance(self.seed, bool)):
             raise InvalidInput(f"seed must be an integer, got {self.seed!r}")
+        if self.seed is not None and not 0 <= self.seed < SEED_MODULUS:
+            raise InvalidInput(f"seed must be in 0..2**64 - 1, got {self.seed}")
+        for name in ("presence_penalty", "frequency_penalty"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and -2 <= value <= 2):
+                raise InvalidInput(f"{name} must be a number in -2..2, got {value!r}")
         return self
+
+    @property
+    def penalized(self) -> bool:
+        """True when generated tokens' scores are lowered."""
+        return bool(self.presence_penalty or self.frequency_penalty)
 
     @property
     def greedy(self) -> bool:
@@ -180,12 +212,19 @@ def check_request(request: GenerationRequest, prompt_tokens: int, context: int) 
         raise InvalidInput(
             f"prompt ({prompt_tokens} tokens) + max_tokens ({tokens}) exceeds the {context}-token context"
         )
-    stops = request.stop
-    if not isinstance(stops, tuple) or not all(isinstance(s, str) for s in stops):
-        raise InvalidInput("stop must be a list of strings")
-    if len(stops) > MAX_STOP_STRINGS or any(not s or len(s) > MAX_STOP_LENGTH for s in stops):
-        raise InvalidInput(f"stop takes up to {MAX_STOP_STRINGS} non-empty strings of at most {MAX_STOP_LENGTH} chars")
+    check_stops(request.stop)
     request.sampling.check()
+
+
+def check_stops(stops: object) -> tuple[str, ...]:
+    """The stop strings, or InvalidInput: a tuple of up to MAX_STOP_STRINGS non-empty strings of at most
+    MAX_STOP_LENGTH characters."""
+    if not isinstance(stops, tuple) or not all(isinstance(s, str) for s in stops):
+        raise InvalidInput("stop must be a string or an array of strings")
+    if len(stops) > MAX_STOP_STRINGS or any(not s or len(s) > MAX_STOP_LENGTH for s in stops):
+        raise InvalidInput(f"stop must be a string or an array of up to {MAX_STOP_STRINGS} non-empty strings of at "
+                           f"most {MAX_STOP_LENGTH} characters")  # fmt: skip
+    return stops
 
 
 class TextAssembler:
@@ -240,9 +279,13 @@ class Sampler:
         self.sampling = sampling
         self._rng = np.random.default_rng(sampling.seed)
 
-    def __call__(self, logits: np.ndarray) -> int:
-        """One token id."""
+    def __call__(self, logits: np.ndarray, generated: Sequence[int] = ()) -> int:
+        """One token id; generated (the tokens so far) lowers scores when a penalty is set."""
         s = self.sampling
+        if s.penalized and generated:
+            tokens, counts = np.unique(np.asarray(generated), return_counts=True)
+            logits = logits.astype(np.float64)  # a copy: the engine's buffer stays as it was
+            logits[tokens] -= s.frequency_penalty * counts + s.presence_penalty
         if s.greedy:
             return int(np.argmax(logits))
         scores = logits.astype(np.float64) / s.temperature
@@ -274,7 +317,7 @@ class Decoding:
     def advance(self) -> bool:
         """Choose the next token (and feed it through the cache unless generation ends); True once finished."""
         request = self.request
-        token = self.sampler(self.stream.logits())
+        token = self.sampler(self.stream.logits(), self.tokens)
         self.times.append(time.perf_counter() - self.begin)
         if token in self.generator.eos and not request.ignore_eos:
             self.finish = "stop"

@@ -141,6 +141,7 @@ class OpenVinoGenAiGenerator:
         c, s = self.og.GenerationConfig(), request.sampling
         c.max_new_tokens, c.ignore_eos = request.max_tokens, request.ignore_eos
         c.do_sample = not s.greedy
+        c.presence_penalty, c.frequency_penalty = s.presence_penalty, s.frequency_penalty
         if c.do_sample:
             c.temperature, c.top_p, c.top_k = s.temperature, s.top_p, s.top_k or 0
             c.rng_seed = s.seed if s.seed is not None else 0

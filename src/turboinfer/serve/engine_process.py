@@ -4,8 +4,9 @@ Here the scheduler's thread calls the engine over a pipe and waits on it with th
 process owns the engine and runs each call, and the text pieces a step produced come back with its result.
 
 The child is started with `spawn` (a fresh interpreter: no copy of the server's threads or event loop) and
-builds the engine itself from a picklable spec; a child that dies makes every call raise EngineGone, which the
-scheduler treats as a dead engine (health turns red). Only this server's own child is ever unpickled."""
+builds the engine itself from a picklable spec. Every call waits at most a timeout: a child that dies, or that
+does not answer in time (hung: it is killed), makes the call raise EngineGone, and the scheduler restarts the
+engine (`restart`: a fresh child from the same spec). Only this server's own child is ever unpickled."""
 
 from __future__ import annotations
 
@@ -23,10 +24,17 @@ from turboinfer.core.errors import TurboinferError
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
 
 START_TIMEOUT_S = 300.0
+CALL_TIMEOUT_S = 120.0
+"""The longest one call (an engine step: a decode step for every stream plus a chunk of prefill) may take before
+the child is taken for hung and killed."""
 
 
 class EngineGone(TurboinferError):
-    """The engine's process died or failed a call it should not fail."""
+    """The engine's process died, or did not answer a call in time (and was killed)."""
+
+
+class EngineCallFailed(TurboinferError):
+    """A call failed in the child with an exception that cannot cross the pipe (its traceback's end is kept)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,8 @@ def child_main(connection: Connection, spec: EngineSpec) -> None:
         connection.send(("error", err))
         return
     pieces: list[tuple[int, str]] = []
-    connection.send(("ready", {"engine": engine.engine, "context": engine.context, "describe": engine.describe()}))
+    facts = {"engine": engine.engine, "context": engine.context, "describe": engine.describe()}
+    connection.send(("ready", facts))
     while True:
         try:
             method, args = connection.recv()
@@ -70,10 +79,10 @@ def child_main(connection: Connection, spec: EngineSpec) -> None:
         if method == "close":
             return
         try:
-            reply = add(engine, pieces, *args) if method == "add" else getattr(engine, method)(*args)
+            reply = add(engine, pieces, *args) if method == "add" else call(engine, method, args)
             connection.send(("ok", reply, pieces))
         except Exception as err:  # the parent re-raises it (its type kept) in the scheduler's thread
-            failure = err if is_picklable(err) else EngineGone(traceback.format_exc()[-500:])
+            failure = err if is_picklable(err) else EngineCallFailed(traceback.format_exc()[-500:])
             connection.send(("error", failure, pieces))
         pieces.clear()  # in place: the engine's callbacks hold this list
 
@@ -83,6 +92,18 @@ def add(engine: Any, pieces: list[tuple[int, str]], request: GenerationRequest, 
     key = [-1]
     key[0] = engine.add(request, (lambda piece: pieces.append((key[0], piece))) if streams else None)
     return key[0]
+
+
+def call(engine: Any, method: str, args: tuple[Any, ...]) -> Any:
+    """One of the Engine protocol's methods (a ping answers None: the child is alive and not stuck)."""
+    if method == "ping":
+        return None
+    if method not in CALLS:
+        raise EngineCallFailed(f"no engine call {method!r}")
+    return getattr(engine, method)(*args)
+
+
+CALLS = frozenset({"tokenize", "chat", "step", "result", "cancel", "cache_usage", "describe"})
 
 
 def is_picklable(err: Exception) -> bool:
@@ -97,26 +118,38 @@ def is_picklable(err: Exception) -> bool:
 class ProcessEngine:
     """The scheduler's engine interface, each call run by the child process."""
 
-    def __init__(self, spec: EngineSpec) -> None:
+    def __init__(self, spec: EngineSpec, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+        self.spec, self.call_timeout_s = spec, call_timeout_s
+        self._streams: dict[int, OnText] = {}
+        self._start()
+
+    def _start(self) -> None:
+        """Spawn the child and wait until its engine is built (its error raised here when it cannot be)."""
         context = multiprocessing.get_context("spawn")
         self._connection, child = context.Pipe()
-        self._process = context.Process(target=child_main, args=(child, spec), daemon=True, name="turboinfer-engine")
+        self._process = context.Process(target=child_main, args=(child, self.spec), daemon=True,
+                                        name="turboinfer-engine")  # fmt: skip
         self._process.start()
         child.close()
-        if not self._connection.poll(START_TIMEOUT_S):
-            self._process.kill()
-            raise EngineGone(f"the engine process did not start in {START_TIMEOUT_S:.0f} s")
-        kind, value = self._receive()[:2]
+        kind, value = self._receive(START_TIMEOUT_S)[:2]
         if kind == "error":
             self._process.join(5)
             raise value
         self.engine, self.context, self._describe = value["engine"], value["context"], value["describe"]
-        self._streams: dict[int, OnText] = {}
 
-    def _receive(self) -> tuple[Any, ...]:
+    @property
+    def pid(self) -> int | None:
+        """The child's process id."""
+        return self._process.pid
+
+    def _receive(self, timeout_s: float) -> tuple[Any, ...]:
         try:
+            if not self._connection.poll(timeout_s):
+                self._process.kill()
+                raise EngineGone(f"the engine process did not answer in {timeout_s:g} s (hung); it was killed")
             return tuple(self._connection.recv())
         except (EOFError, OSError):
+            self._process.join(1)
             raise EngineGone(f"the engine process died (exit code {self._process.exitcode})") from None
 
     def _call(self, method: str, *args: Any) -> Any:
@@ -124,7 +157,7 @@ class ProcessEngine:
             self._connection.send((method, args))
         except (BrokenPipeError, OSError):
             raise EngineGone(f"the engine process died (exit code {self._process.exitcode})") from None
-        kind, value, pieces = self._receive()
+        kind, value, pieces = self._receive(self.call_timeout_s)
         for key, piece in pieces:  # text the call produced, in order, before its result
             stream = self._streams.get(key)
             if stream is not None:
@@ -167,6 +200,16 @@ class ProcessEngine:
         """Share of the KV cache in use."""
         return float(self._call("cache_usage"))
 
+    def ping(self) -> None:
+        """EngineGone unless the child answers within the call timeout (the idle scheduler's heartbeat)."""
+        self._call("ping")
+
+    def restart(self) -> None:
+        """A fresh child from the same spec, its requests forgotten (the old one killed if it still runs)."""
+        self.close()
+        self._streams.clear()
+        self._start()
+
     def describe(self) -> dict[str, Any]:
         """The child engine's description."""
         return {**self._describe, "process": "engine in a child process"}
@@ -179,3 +222,5 @@ class ProcessEngine:
             self._process.join(10)
         if self._process.is_alive():
             self._process.kill()
+            self._process.join(5)
+        self._connection.close()

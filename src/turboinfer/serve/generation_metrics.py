@@ -16,6 +16,8 @@ vLLM counterpart so dashboards translate one to one:
 | turboinfer_llm_requests_running / _waiting | vllm:num_requests_running / vllm:num_requests_waiting |
 | turboinfer_llm_kv_cache_usage_ratio | vllm:kv_cache_usage_perc (0–1) |
 | turboinfer_llm_prefix_cache_queries_total / _hits_total | vllm:prefix_cache_queries / _hits (tokens) |
+| turboinfer_llm_engine_failures_total / _restarts_total | (none: vLLM's engine dies with its process) |
+| turboinfer_llm_client_errors_total{param} | (none) |
 
 TTFT counts from arrival (queue time included), as vLLM's does.
 """
@@ -55,6 +57,13 @@ class GenerationMetrics:
         self.generation_tokens = Counter("turboinfer_llm_generation_tokens", "Tokens generated.", m, registry=r)
         self.requests = Counter("turboinfer_llm_requests", "LLM requests by outcome (stop, length, cancelled, "
                                 "queue_full, invalid, deadline, error, ...).", [*m, "outcome"], registry=r)  # fmt: skip
+        self.engine_failures = Counter("turboinfer_llm_engine_failures", "Engine failures (a failed step, a dead "
+                                       "or hung engine process); each fails the requests inside it.", m,
+                                       registry=r)  # fmt: skip
+        self.engine_restarts = Counter("turboinfer_llm_engine_restarts", "Engine restarts after a failure.", m,
+                                       registry=r)  # fmt: skip
+        self.client_errors = Counter("turboinfer_llm_client_errors", "Requests refused (4xx) for a field they sent, by "
+                                     "field ('' when no field is named).", [*m, "param"], registry=r)  # fmt: skip
         self.running = Gauge("turboinfer_llm_requests_running", "Requests in the engine's batch.", m, registry=r)
         self.waiting = Gauge("turboinfer_llm_requests_waiting", "Requests queued for a slot.", m, registry=r)
         self.kv_usage = Gauge("turboinfer_llm_kv_cache_usage_ratio", "Share of the KV cache in use.", m, registry=r)

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from turboinfer.core.errors import InvalidInput, ModelNotFound, TurboinferError
 from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.logs import ERRORS
-from turboinfer.serve.scheduler import EngineStopped
+from turboinfer.serve.scheduler import EngineFailed, EngineStopped
 
 T = TypeVar("T")
 
@@ -38,6 +38,7 @@ FAILURES_TABLE: tuple[tuple[type[Exception], int, str], ...] = (
     (QueueFull, 429, "queue_full"),  # or 503, per ServeConfig.overload_status
     (ShuttingDown, 503, "unavailable"),
     (EngineStopped, 503, "engine_stopped"),
+    (EngineFailed, 503, "engine_failed"),
     (DeadlineExceeded, 504, "deadline"),
 )
 """Client-side exceptions → status code and the `outcome` label of turboinfer_requests_total; anything else is a
@@ -82,12 +83,13 @@ def classify(err: Exception, overload_status: int = 429) -> tuple[int, str]:
 def log_fault(err: Exception, request_id: str) -> str:
     """Log a server fault with its traceback; the message for the client (no internals in it)."""
     ERRORS.error("request failed", exc_info=err, extra={"fields": {"id": request_id}})
-    return f"internal error ({type(err).__name__}); the server log has the details under this request id"
+    return f"internal error ({type(err).__name__}); the server log has the details under request id {request_id}"
 
 
 def retry_headers(err: Exception, retry_after_s: int) -> dict[str, str] | None:
-    """Retry-After for a refusal of a full queue (the client may come back then), nothing otherwise."""
-    return {"Retry-After": str(retry_after_s)} if isinstance(err, QueueFull) else None
+    """Retry-After for a refusal of a full queue or a request an engine failure lost (the client may come back
+    then), nothing otherwise."""
+    return {"Retry-After": str(retry_after_s)} if isinstance(err, QueueFull | EngineFailed) else None
 
 
 def failure(

@@ -63,6 +63,15 @@ class Interleaved:
         self._waiting.pop(key, None)
         self.live.pop(key, None)
 
+    def ping(self) -> None:
+        """In this process: alive while the caller is."""
+
+    def restart(self) -> None:
+        """Forget every request (their streams and caches released): the generator itself stays loaded."""
+        self._waiting.clear()
+        self.live.clear()
+        self._done.clear()
+
     def cache_usage(self) -> float:
         """Share of the KV cache in use: each stream owns its cache, so nothing is shared to report."""
         return 0.0

@@ -10,7 +10,6 @@ import asyncio
 import re
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -21,8 +20,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from turboinfer.core.errors import InvalidInput, ModelNotFound
-from turboinfer.runtime.generate import MAX_STOP_STRINGS, GenerationRequest, GenerationResult, Sampling
+from turboinfer.core.errors import ModelNotFound
+from turboinfer.runtime.generate import GenerationResult
 from turboinfer.serve.generation_metrics import GenerationMetrics
 from turboinfer.serve.generation_split import GenerationSplit
 from turboinfer.serve.http import (
@@ -36,120 +35,14 @@ from turboinfer.serve.http import (
     unless_disconnected,
 )
 from turboinfer.serve.logs import access_info
+from turboinfer.serve.openai_request import FIELDS, Completion, ModelLimits, model_of, parse_completion
 from turboinfer.serve.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
-from turboinfer.serve.schema import Fields, parse_object
+from turboinfer.serve.schema import parse_object
 from turboinfer.serve.traffic import SplitConfig
 
-ROLES = ("system", "developer", "user", "assistant")
-NOT_SUPPORTED = {"logprobs": (None, False), "top_logprobs": (None, 0), "tools": (None, []), "functions": (None, []),
-                 "echo": (None, False), "best_of": (None, 1), "suffix": (None, ""), "logit_bias": (None, {}),
-                 "response_format": (None, {"type": "text"}), "frequency_penalty": (None, 0, 0.0),
-                 "presence_penalty": (None, 0, 0.0)}  # fmt: skip
-"""Request fields this server does not implement → the values that mean "not used" (anything else is a 400)."""
 ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error", 408: "timeout", 413: "invalid_request_error",
                429: "rate_limit_error", 503: "service_unavailable", 504: "timeout"}  # fmt: skip
 FIELD = re.compile(r"^([a-z_]+)(\[\d+\]|\.[a-z_]+)*\b")
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One parsed completion request."""
-
-    model: str
-    chat: bool
-    request: GenerationRequest
-    messages: list[dict[str, str]] | None
-    fit_max_tokens: bool
-    """max_tokens absent: the server's default, or what fits."""
-    stream: bool
-    include_usage: bool
-
-
-def parse_completion(raw: bytes, chat: bool) -> Completion:
-    """A chat or text completion request, every field type-checked (InvalidInput names the field)."""
-    body = parse_object(raw, "request body")
-    model = body.string("model", required=True) or ""
-    for key, allowed in NOT_SUPPORTED.items():
-        if body.value.get(key) not in allowed:
-            raise InvalidInput(f"{key} is not supported by this server")
-    if body.integer("n") not in (None, 1):
-        raise InvalidInput("n must be 1 (one choice per request)")
-    body.string("user")
-    stream = bool(body.boolean("stream"))
-    options = body.object("stream_options")
-    if options is not None and not stream:
-        raise InvalidInput("stream_options is only allowed when stream is true")
-    include_usage = bool(options and options.boolean("include_usage"))
-    given = [k for k in ("max_completion_tokens", "max_tokens") if body.value.get(k) is not None]
-    max_tokens = body.integer(given[0], low=1, high=2**31) if given else None
-    top_k = body.integer("top_k", low=-1, high=2**31)
-    temperature, top_p = body.number("temperature"), body.number("top_p")
-    sampling = Sampling(
-        temperature=1.0 if temperature is None else temperature,
-        top_p=1.0 if top_p is None else top_p,
-        top_k=0 if top_k in (None, -1) else int(top_k),
-        seed=body.integer("seed", low=-(2**63), high=2**64 - 1),
-    )
-    if not 0 <= sampling.temperature <= 2:
-        raise InvalidInput(f"temperature must be between 0 and 2, got {sampling.temperature:g}")
-    sampling.check()
-    messages = messages_of(body) if chat else None
-    prompt = "" if chat else prompt_of(body)
-    request = GenerationRequest(prompt, max_tokens or 1, sampling, stops_of(body), bool(body.boolean("ignore_eos")))
-    return Completion(model, chat, request, messages, not given, stream, include_usage)
-
-
-def messages_of(body: Fields) -> list[dict[str, str]]:
-    """The chat's messages: role and text content (a string, or an array of text parts)."""
-    messages = body.objects("messages", required=True)
-    if not messages:
-        raise InvalidInput("messages must not be empty")
-    out = []
-    for message in messages:
-        role = message.string("role", required=True)
-        if role not in ROLES:
-            raise InvalidInput(f"{message.where('role')} must be one of {', '.join(ROLES)}, got {role!r}")
-        content = message.value.get("content")
-        if isinstance(content, list):
-            parts = message.objects("content")
-            for part in parts:
-                if part.string("type", required=True) != "text":
-                    raise InvalidInput(f"{part.path}.type must be 'text' (only text content is supported)")
-            text = "".join(part.string("text", required=True) or "" for part in parts)
-        else:
-            text = message.string("content", required=True) or ""
-        out.append({"role": "system" if role == "developer" else role, "content": text})
-    return out
-
-
-def prompt_of(body: Fields) -> str | tuple[int, ...]:
-    """A completion's prompt: a string, an array of one string, or an array of token ids."""
-    value = body.value.get("prompt")
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        if len(value) != 1:
-            raise InvalidInput("prompt must be one string (this server answers one prompt per request)")
-        value = value[0]
-    if isinstance(value, str):
-        if not value:
-            raise InvalidInput("prompt must not be empty")
-        return value
-    ids = body.integers("prompt", required=True) or []
-    if not ids or any(i < 0 or i >= 2**31 for i in ids):
-        raise InvalidInput("prompt must be a non-empty string or array of non-negative token ids")
-    return tuple(ids)
-
-
-def stops_of(body: Fields) -> tuple[str, ...]:
-    """stop: a string or an array of up to MAX_STOP_STRINGS strings."""
-    value = body.value.get("stop")
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    values = body.array("stop") or []
-    if len(values) > MAX_STOP_STRINGS or not all(isinstance(v, str) for v in values):
-        raise InvalidInput(f"stop must be a string or an array of up to {MAX_STOP_STRINGS} strings")
-    return tuple(values)
 
 
 def openai_error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -160,7 +53,7 @@ def openai_error(status: int, message: str, headers: dict[str, str] | None = Non
 def error_body(status: int, message: str) -> dict[str, Any]:
     """{"error": {message, type, param, code}}; param is the request field a 400 names, when it names one."""
     named = FIELD.match(message) if status == 400 else None
-    param = named.group(0) if named and " " not in named.group(0) else None
+    param = named.group(0) if named and named.group(1) in FIELDS else None
     code = {404: "model_not_found", 429: "rate_limit_exceeded", 413: "request_too_large"}.get(status)
     return {"error": {"message": message, "type": ERROR_TYPES.get(status, "server_error"), "param": param,
                       "code": code}}  # fmt: skip
@@ -259,6 +152,12 @@ class OpenAiRoutes:
                  "max_model_len": s.engine.context} for n, s in self.schedulers.items()]  # fmt: skip
         return JSONResponse({"object": "list", "data": data})
 
+    def limits(self, name: str) -> ModelLimits:
+        """What a served model takes (a canary or shadow takes the same requests)."""
+        scheduler = self.schedulers[name]
+        config = scheduler.config
+        return ModelLimits(name, scheduler.engine.context, config.max_new_tokens, config.vocab)
+
     def scheduler(self, name: str) -> GenerationScheduler:
         """The scheduler answering a request for a model name (its canary's, for a share of them); ModelNotFound
         (404) for names not served."""
@@ -271,10 +170,17 @@ class OpenAiRoutes:
         if name in self.splits:
             self.splits[name].mirror(ticket, result)
 
-    def failure(self, err: Exception, request_id: str) -> tuple[str, int, str]:
-        """Outcome, status and message of a failed request (server faults logged)."""
+    def failure(self, err: Exception, request_id: str, model: str, info: dict[str, Any]) -> tuple[str, int, str]:
+        """Outcome, status and message of a failed request: server faults logged, client errors counted by the
+        field they name; both in the access log."""
         status, outcome = classify(err, self.overload_status)
-        return outcome, status, log_fault(err, request_id) if status == 500 else str(err)
+        message = log_fault(err, request_id) if status == 500 else str(err)
+        info["outcome"] = outcome
+        if 400 <= status < 500:
+            param = error_body(status, message)["error"]["param"] or ""
+            self.metrics.client_errors.labels(model, param).inc()
+            info["param"] = param or None
+        return outcome, status, message
 
     async def handle(self, request: Request, chat: bool) -> Response:
         """Admit, read and parse the body, queue the request, then answer it whole or as a stream."""
@@ -284,9 +190,10 @@ class OpenAiRoutes:
             if len(self.schedulers) == 1:  # the only model: refuse before reading a body it would not take
                 next(iter(self.schedulers.values())).check_room()
             raw = await read_body(request, self.max_body_bytes, self.body_timeout_s)
-            completion = parse_completion(raw, chat)
-            scheduler = self.scheduler(completion.model)
-            name = info["model"] = completion.model
+            body = parse_object(raw, "request body")
+            scheduler = self.scheduler(model_of(body))
+            name = info["model"] = model_of(body)
+            completion = parse_completion(body, chat, self.limits(name))
             ticket = scheduler.submit(Ticket(completion.request, asyncio.get_running_loop(), completion.messages,
                                              completion.fit_max_tokens, priority_from(request),
                                              deadline_from(request, start)))  # fmt: skip
@@ -308,7 +215,7 @@ class OpenAiRoutes:
             outcome = "cancelled"
             return Response(status_code=499)
         except Exception as err:  # the one place errors become answers: client mistakes 4xx, the rest 500
-            outcome, status, message = self.failure(err, info["id"])
+            outcome, status, message = self.failure(err, info["id"], name, info)
             return openai_error(status, message, retry_headers(err, self.retry_after_s))
         finally:
             if not handed_over:
@@ -334,7 +241,7 @@ class OpenAiRoutes:
                         yield sse({**envelope(completion, rid, True), "choices": [], "usage": usage(value)})
                     break
                 else:
-                    outcome, status, message = self.failure(value, rid)
+                    outcome, status, message = self.failure(value, rid, completion.model, {})
                     yield sse(error_body(status, message))
                     break
             yield sse("[DONE]")

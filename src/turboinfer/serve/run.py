@@ -109,7 +109,7 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
     engine = ProcessEngine(EngineSpec(variant, env.cache_dir, config))
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
             f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
-    limits = SchedulerConfig(**{**scheduler.__dict__, "kv_tokens": tokens})
+    limits = replace(scheduler, kv_tokens=tokens, vocab=card.vocab)
     return LlmServing(card.name, engine, limits, plan, card.line())
 
 

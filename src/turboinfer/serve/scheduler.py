@@ -1,8 +1,13 @@
 """The LLM scheduler: one thread owns a generator engine and runs its loop. Requests wait in a bounded priority
 queue, join the running batch between engine steps (continuous batching; the engine chunks long prefills) and
 leave it when they finish, pass their deadline or lose their client (cancelled within one step). Text streams
-back to each request's event loop as it becomes final. If the engine fails a step, every request in it gets an
-error and the scheduler reports itself dead, so health checks turn red instead of the process staying green."""
+back to each request's event loop as it becomes final.
+
+Failures are contained where they happen: a request the engine refuses to add fails alone (400 for a value the
+client sent, 500 otherwise). An engine that fails a step, dies or stops answering (an idle engine is pinged every
+HEARTBEAT_S) fails the requests inside it with EngineFailed (503: retry), and is restarted with back-off while
+the state says "restarting" (health not ready); the queue waits for it, and serving resumes by itself. Every
+request has a deadline (its own, or the server's request_timeout_s), so none waits forever."""
 
 from __future__ import annotations
 
@@ -21,16 +26,28 @@ from turboinfer.core.errors import InvalidInput, TurboinferError
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
 from turboinfer.serve.admission import FirstTokenForecast
 from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.engine_process import EngineGone
 from turboinfer.serve.generation_metrics import GenerationMetrics
 from turboinfer.serve.prefix import PrefixBook
 
 log = logging.getLogger("turboinfer.serve")
-State = Literal["loading", "ready", "dead", "stopped"]
+State = Literal["loading", "ready", "restarting", "dead", "stopped"]
 WARM_UP = GenerationRequest("Hello", max_tokens=4, ignore_eos=True)
+HEARTBEAT_S = 2.0
+"""An idle engine is pinged this often (a dead or hung engine process is found before a request needs it)."""
+BACKOFF_S = (0.5, 30.0)
+"""The first wait before restarting a failed engine, and the longest (doubling while restarts keep failing)."""
+MAX_FAILURES = 8
+"""Engine failures in a row (no request finished in between) after which the engine is given up: dead, liveness
+red, so the orchestrator restarts the whole process."""
 
 
 class EngineStopped(TurboinferError):
     """The engine loop has died; requests are refused (503) until the process is restarted."""
+
+
+class EngineFailed(TurboinferError):
+    """The engine failed while a request was in it; the request is lost, the engine restarts (503: retry)."""
 
 
 class Engine(Protocol):
@@ -47,6 +64,8 @@ class Engine(Protocol):
     def cancel(self, key: int) -> None: ...
     def cache_usage(self) -> float: ...
     def describe(self) -> dict[str, Any]: ...
+    def ping(self) -> None: ...
+    def restart(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,11 @@ class SchedulerConfig:
     ttft_target_s: float = 0.0
     """Refuse at once a request predicted to wait longer than this for its first token — or to wait for a stream
     at all (0: off; admission by queue size alone)."""
+    request_timeout_s: float = 600.0
+    """The deadline of a request that sets none (X-Request-Timeout-Ms), from its arrival: queue, prefill and
+    generation included (504 past it)."""
+    vocab: int = 0
+    """Token ids a prompt may hold are 0..vocab - 1 (0: unknown, unchecked)."""
 
 
 @dataclass(eq=False)
@@ -128,6 +152,8 @@ class GenerationScheduler:
         """Keys of running requests without their first token yet (their prompts still to prefill)."""
         self.forecast = FirstTokenForecast()
         self._stopping = False
+        self.failures = 0
+        """Engine failures since a request last finished (the restart back-off doubles with each)."""
         self._thread = threading.Thread(target=self._run, name=f"engine-{name}", daemon=True)
         self.prefixes = PrefixBook(max_tokens=max(config.kv_tokens, 65536))
 
@@ -146,7 +172,8 @@ class GenerationScheduler:
         self._thread.start()
 
     def check_room(self) -> None:
-        """Refuse at once (before a body is read) when the queue is full, the engine died or the server drains."""
+        """Refuse at once (before a body is read) when the queue is full, the engine died or the server drains.
+        While the engine restarts, requests queue for it."""
         if self.state == "dead":
             raise EngineStopped(f"the {self.name} engine has stopped: {self.reason}")
         if self._stopping:
@@ -170,10 +197,9 @@ class GenerationScheduler:
                             f"over the {target_ms:.0f} ms TTFT target")  # fmt: skip
 
     def submit(self, ticket: Ticket) -> Ticket:
-        """Queue a ticket for the engine (its events follow on its loop)."""
-        if ticket.request.max_tokens > self.config.max_new_tokens:
-            raise InvalidInput(f"max_tokens must be at most {self.config.max_new_tokens}, "
-                               f"got {ticket.request.max_tokens}")  # fmt: skip
+        """Queue a ticket for the engine (its events follow on its loop); its deadline is at most the server's."""
+        latest = ticket.arrived + self.config.request_timeout_s
+        ticket.deadline = latest if ticket.deadline is None else min(ticket.deadline, latest)
         with self._cond:
             self.check_room()
             heapq.heappush(self._waiting, (ticket.priority, next(self._order), ticket))
@@ -203,13 +229,62 @@ class GenerationScheduler:
 
     def _run(self) -> None:
         try:
-            self._generate_once(WARM_UP)
-            self.state, self.reason = "ready", ""
-            log.info("%s ready (%s)", self.name, self.engine.engine)
-            while self._work():
-                pass
-        except Exception as err:  # the engine (or this loop) broke: fail everything, turn unhealthy
+            while True:
+                try:
+                    self._generate_once(WARM_UP)
+                    self.state, self.reason = "ready", ""
+                    log.info("%s ready (%s)", self.name, self.engine.engine)
+                    while self._work():
+                        pass
+                    return
+                except Exception as err:  # the engine failed: its requests fail, it restarts, the queue waits
+                    if not self._restart(err):
+                        return
+        except Exception as err:  # this loop itself broke: fail everything, turn unhealthy
             self._die(err)
+
+    def _restart(self, err: Exception) -> bool:
+        """After an engine failure: fail the requests inside it, wait the back-off, restart it; False when the
+        server stops meanwhile (the queue is failed then)."""
+        self.failures += 1
+        self.metrics.engine_failures.labels(self.name).inc()
+        cause = f"{type(err).__name__}: {str(err)[:200]}"
+        log.error("the %s engine failed (%s); restarting it", self.name, cause, exc_info=err)
+        self.state, self.reason = "restarting", f"restarting after {cause}"
+        lost, self._running = list(self._running.values()), {}
+        self._unstarted.clear()
+        for ticket in lost:
+            self._fail(ticket, EngineFailed(f"the {self.name} engine failed while generating this request "
+                                            f"({cause}); it is restarting, retry"))  # fmt: skip
+        if self.failures > MAX_FAILURES:
+            self._die(err)
+            return False
+        delay = BACKOFF_S[0] * 2 ** min(self.failures - 1, 10)
+        while self._pause(min(delay, BACKOFF_S[1])):
+            try:
+                self.engine.restart()
+                self.metrics.engine_restarts.labels(self.name).inc()
+                return True
+            except Exception as again:
+                self.reason = f"restarting; the last try failed: {type(again).__name__}: {str(again)[:200]}"
+                log.error("restarting the %s engine failed", self.name, exc_info=again)
+                delay *= 2
+        self._die(EngineStopped(f"the server stopped while the {self.name} engine was restarting"))
+        return False
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait (queued requests still expire and may be cancelled); False when the server stops meanwhile."""
+        end = time.perf_counter() + seconds
+        while (left := end - time.perf_counter()) > 0:
+            with self._cond:
+                if self._stopping:
+                    return False
+                self._cond.wait(min(left, 0.1))
+                cancels, self._cancels = self._cancels, []
+            for ticket in cancels:
+                ticket.finished = True
+            self._expire(time.perf_counter())
+        return not self._stopping
 
     def _generate_once(self, request: GenerationRequest) -> None:
         key = self.engine.add(request)
@@ -220,11 +295,14 @@ class GenerationScheduler:
     def _work(self) -> bool:
         """One round: cancellations, expired deadlines, admissions, one engine step. False once drained."""
         with self._cond:
-            while not (self._cancels or self._waiting or self._running or self._stopping):
-                self._cond.wait()
+            busy = self._cond.wait_for(lambda: self._cancels or self._waiting or self._running or self._stopping,
+                                       HEARTBEAT_S)  # fmt: skip
             if self._stopping and not self._waiting and not self._running:
                 return False
             cancels, self._cancels = self._cancels, []
+        if not busy:
+            self.engine.ping()
+            return True
         for ticket in cancels:
             self._drop(ticket)
         self._expire(time.perf_counter())
@@ -242,12 +320,20 @@ class GenerationScheduler:
         ticket.finished = True
 
     def _expire(self, now: float) -> None:
+        """Fail the requests whose deadline passed: generating (dropped from the engine) or still queued."""
         for key, ticket in list(self._running.items()):
             if ticket.deadline is not None and now > ticket.deadline:
                 self.engine.cancel(key)
                 del self._running[key]
                 self._unstarted.discard(key)
                 self._fail(ticket, DeadlineExceeded("the request's deadline passed while it was generating"))
+        with self._cond:
+            late = [t for _, _, t in self._waiting if t.deadline is not None and now > t.deadline]
+            if late:
+                self._waiting = [entry for entry in self._waiting if entry[2] not in late]
+                heapq.heapify(self._waiting)
+        for ticket in late:
+            self._fail(ticket, DeadlineExceeded("the request's deadline passed while it waited in the queue"))
 
     def _admit(self) -> None:
         while len(self._running) < self.config.max_running:
@@ -265,13 +351,22 @@ class GenerationScheduler:
                 request = self._prepare(ticket)
                 ticket.admitted = time.perf_counter()
                 ticket.key = self.engine.add(request, functools.partial(self._text, ticket))
-            except InvalidInput as err:
+            except EngineGone:
+                self._waiting_again(ticket)  # not its fault: it runs on the restarted engine
+                raise
+            except Exception as err:  # this request's fault (400) or a fault of the engine with it alone (500)
                 self._fail(ticket, err)
                 continue
             self._running[ticket.key] = ticket
             self._unstarted.add(ticket.key)
             self.metrics.queue_time.labels(self.name).observe(ticket.admitted - ticket.arrived)
             ticket.post("accepted")
+
+    def _waiting_again(self, ticket: Ticket) -> None:
+        """Put a ticket back at the head of the queue."""
+        ticket.key = ticket.admitted = None
+        with self._cond:
+            heapq.heappush(self._waiting, (-(2**62), next(self._order), ticket))
 
     def _text(self, ticket: Ticket, piece: str) -> None:
         """A piece of a request's text from the engine: the first one ends its prefill (the forecast learns)."""
@@ -284,7 +379,7 @@ class GenerationScheduler:
     def _prepare(self, ticket: Ticket) -> GenerationRequest:
         """The request as the engine gets it: the chat rendered, the prompt tokenized, max_tokens fitted."""
         request = ticket.request
-        prompt = self.engine.chat(ticket.messages) if ticket.messages is not None else request.prompt
+        prompt = self._chat(ticket.messages) if ticket.messages is not None else request.prompt
         ids = tuple(self.engine.tokenize(prompt)) if isinstance(prompt, str) else tuple(prompt)
         if not ids:
             raise InvalidInput("the prompt is empty")
@@ -299,6 +394,15 @@ class GenerationScheduler:
         self.metrics.prefix(self.name, len(ids), self.prefixes.observe(ids))
         return replace(request, prompt=ids, max_tokens=tokens)
 
+    def _chat(self, messages: list[dict[str, str]]) -> str:
+        """The chat rendered by the model's template; a template that refuses these messages is a 400."""
+        try:
+            return self.engine.chat(messages)
+        except EngineGone:
+            raise
+        except Exception as err:
+            raise InvalidInput(f"messages: the model's chat template refused them: {str(err)[:200]}") from None
+
     def _finish(self, key: int) -> None:
         ticket = self._running.pop(key, None)
         self._unstarted.discard(key)
@@ -306,6 +410,7 @@ class GenerationScheduler:
         if ticket is None:
             return
         ticket.finished = True
+        self.failures = 0
         assert ticket.admitted is not None
         self.metrics.finished(self.name, result, ticket.admitted - ticket.arrived)
         self.metrics.gauges(self.name, self.running, self.waiting)  # before the client can read them

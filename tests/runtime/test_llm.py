@@ -116,7 +116,7 @@ def test_stop_strings_and_streaming(engine, engines, oracle):
         (GenerationRequest(PROMPT, max_tokens=9000), "exceeds the 8192-token context"),
         (GenerationRequest(PROMPT, sampling=Sampling(temperature=-0.5)), "temperature"),
         (GenerationRequest(PROMPT, sampling=Sampling(top_p=1.2)), "top_p"),
-        (GenerationRequest(PROMPT, stop=(7,)), "stop must be a list of strings"),  # type: ignore[arg-type]
+        (GenerationRequest(PROMPT, stop=(7,)), "stop must be a string or an array of strings"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_requests_are_refused_before_any_work(engines, request_, message):

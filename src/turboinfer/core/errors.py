@@ -1,5 +1,10 @@
 """Errors a user can act on. Each carries a one-line message; the CLI prints it without a traceback."""
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
 
 class TurboinferError(Exception):
     """Base of every error turboinfer raises on purpose."""
@@ -26,6 +31,15 @@ class MissingExtra(TurboinferError):
         super().__init__(f"{package} is not installed; install the extra with: pip install -e '.[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+def optional_import(module: str, extra: str, package: str = "") -> ModuleType:
+    """An optional dependency's module, or MissingExtra naming its package (the module's name by default) and the
+    extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtra(package or module, extra) from None
 
 
 class BudgetExceeded(TurboinferError):

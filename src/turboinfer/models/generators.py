@@ -5,27 +5,16 @@ overrides applied. MODEL is a zoo name, a .gguf file or a Hugging Face folder.""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from turboinfer.core.errors import InvalidModel
 from turboinfer.core.settings import Settings
-from turboinfer.models.llm import (
-    ORT_PRECISIONS,
-    REQUANTIZED,
-    LlmCard,
-    build_llm,
-    llm_names,
-    llm_source,
-    openvino_gguf,
-    ort_genai_model,
-)
+from turboinfer.models.engines import ServeShape, default_variant_fields, drafting_engines, engine_entry
+from turboinfer.models.llm import REQUANTIZED, LlmCard, build_llm, llm_names, llm_source
 from turboinfer.models.llm_overrides import overrides_path
-from turboinfer.models.llm_source import engine_refusal, facts_of, is_hf_folder
-
-ENGINES = ("openvino-genai", "ort-genai", "transformers")
-DEFAULT_WEIGHTS = {"openvino-genai": REQUANTIZED, "ort-genai": "int8", "transformers": "fp32"}
+from turboinfer.models.llm_source import facts_of, is_hf_folder
 
 
 @dataclass(frozen=True)
@@ -36,10 +25,11 @@ class GeneratorVariant:
     """A zoo name, a .gguf path or a Hugging Face folder."""
     engine: str = "openvino-genai"
     weights: str = REQUANTIZED
-    """q8_0 or the file's own layout (OpenVINO GenAI's GGUF), fp32/int8/int4 (ONNX Runtime GenAI), fp32
-    (transformers)."""
+    """q8_0 or the file's own layout (OpenVINO GenAI's GGUF), the file's own (llama.cpp), fp32/int8/int4 (ONNX
+    Runtime GenAI), fp32 (transformers): models.engines says which of a model."""
     kv_cache: str = "u8"
-    """OpenVINO GenAI: u8, f16, bf16 or f32; the other engines keep it in fp32."""
+    """OpenVINO GenAI: u8, f16, bf16 or f32; llama.cpp f16; the others keep it in fp32 (the engine's first is
+    taken when it keeps only one)."""
     threads: int = 0
     use_cache: bool = True
     """transformers only: False recomputes the whole sequence every step (what the KV cache saves)."""
@@ -54,20 +44,22 @@ class GeneratorVariant:
     @property
     def label(self) -> str:
         """e.g. "smollm2-135m@openvino-genai q8_0 kv u8 2t"."""
-        kv = f" kv {self.kv_cache}" if self.engine == "openvino-genai" else "" if self.use_cache else " no cache"
+        kv = f" kv {self.kv_cache}" if len(engine_entry(self.engine).kv_caches) > 1 else ""
+        kv = kv if self.use_cache else " no cache"
         lookup = f" lookup {self.prompt_lookup}" if self.prompt_lookup else ""
         return f"{self.name}@{self.engine} {self.weights}{kv}{lookup}{f' {self.threads}t' if self.threads else ''}"
 
     def checked(self) -> GeneratorVariant:
         """self, or InvalidModel for a combination no engine runs (the file's own layout is checked on opening)."""
         llm_source(self.model)
-        if self.engine not in ENGINES:
-            raise InvalidModel(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
-        allowed = {"ort-genai": ORT_PRECISIONS, "transformers": ("fp32",)}.get(self.engine)
-        if allowed is not None and self.weights not in allowed:
-            raise InvalidModel(f"{self.engine} runs {', '.join(allowed)} weights, not {self.weights!r}")
-        if self.prompt_lookup and self.engine != "openvino-genai":
-            raise InvalidModel("prompt lookup runs in OpenVINO GenAI's pipeline only (engine openvino-genai)")
+        entry = engine_entry(self.engine)
+        if self.kv_cache not in entry.kv_caches:
+            if len(entry.kv_caches) > 1:
+                raise InvalidModel(f"{self.engine} keeps its KV cache in {', '.join(entry.kv_caches)}, not "
+                                   f"{self.kv_cache!r}")  # fmt: skip
+            return replace(self, kv_cache=entry.kv_caches[0]).checked()
+        if self.prompt_lookup and not entry.drafts:
+            raise InvalidModel(f"prompt lookup runs in {', '.join(drafting_engines())} only, not {self.engine}")
         if self.prompt_lookup and self.kv_cache != "f32":
             raise InvalidModel(
                 "prompt lookup runs with kv_cache f32 (f32 numerics keep its greedy output identical to plain decoding)"
@@ -80,8 +72,7 @@ class GeneratorVariant:
 
 
 def parse_generator(text: str, settings: Settings, threads: int = 0) -> GeneratorVariant:
-    """A GeneratorVariant from "MODEL[@ENGINE]" or a .generator.json file (what optimize writes). Without an engine,
-    OpenVINO GenAI where it runs the model, else ONNX Runtime GenAI."""
+    """A GeneratorVariant from "MODEL[@ENGINE]" or a .generator.json file (what optimize writes)."""
     if text.endswith(".generator.json"):
         try:
             variant = GeneratorVariant(**json.loads(Path(text).read_text()))
@@ -89,44 +80,33 @@ def parse_generator(text: str, settings: Settings, threads: int = 0) -> Generato
             raise InvalidModel(f"generator variant {text} is not valid: {err}") from None
     else:
         model, _, engine = text.rpartition("@") if "@" in text else (text, "", "")
-        engine = engine or default_engine(model)
-        variant = GeneratorVariant(model, engine, DEFAULT_WEIGHTS.get(engine, ""))
+        variant = default_variant(model, engine)
     if threads:
-        variant = GeneratorVariant(**{**variant.to_dict(), "threads": threads})
+        variant = replace(variant, threads=threads)
     return variant.checked()
 
 
-def default_engine(model: str) -> str:
-    """OpenVINO GenAI where it runs the model (read from the file, nothing built), else ONNX Runtime GenAI."""
+def default_variant(model: str, engine: str = "") -> GeneratorVariant:
+    """The model on an engine (without one: the first of models.engines that runs its architecture) with that
+    engine's default weights and KV cache (read from the file, nothing built)."""
     _, path = llm_source(model)
-    refusal = engine_refusal(facts_of(path).architecture, "openvino-genai")
-    return "openvino-genai" if refusal is None else "ort-genai"
+    facts = facts_of(path)
+    default, _, _ = default_variant_fields(facts.architecture, facts.layout, path.suffix == ".gguf")
+    entry = engine_entry(engine or default)
+    return GeneratorVariant(model, entry.name, entry.weights(facts.layout, path.suffix == ".gguf")[0],
+                            entry.kv_caches[0])  # fmt: skip
 
 
-def open_generator(variant: GeneratorVariant, settings: Settings, engine: Any = None) -> Any:
+def open_generator(variant: GeneratorVariant, settings: Settings, shape: ServeShape | None = None) -> Any:
     """A loaded Generator for the variant (the LLM built first when it is not yet), the model's overrides applied;
-    InvalidModel with the reason when the engine cannot run the model. `engine` is OpenVINO GenAI's EngineConfig
-    when a server sets the scheduler's knobs (streams, KV cache size, tokens per step)."""
+    InvalidModel with the reason when the engine cannot run the model. `shape` is what a server sized the engine
+    for (streams, KV cache tokens, tokens per step)."""
     card = build_llm(variant.model, settings)
-    refusal = card.refusal(variant.engine)
+    entry = engine_entry(variant.engine)
+    refusal = entry.refusal(card)
     if refusal:
         raise InvalidModel(f"{card.name}: {refusal}")
-    if variant.engine == "transformers":
-        from turboinfer.runtime.transformers import TransformersGenerator
-
-        generator: Any = TransformersGenerator(card.hf_folder, variant.threads, variant.use_cache)
-    elif variant.engine == "ort-genai":
-        from turboinfer.runtime.ort_genai import OrtGenAiGenerator
-
-        generator = OrtGenAiGenerator(ort_genai_model(card, variant.weights), variant.threads)
-    else:
-        from turboinfer.runtime.openvino_genai import EngineConfig, OpenVinoGenAiGenerator
-
-        config = engine or EngineConfig()
-        config = EngineConfig(**{**config.to_dict(), "threads": variant.threads, "kv_precision": variant.kv_cache,
-                                 "prompt_lookup": variant.prompt_lookup})  # fmt: skip
-        generator = OpenVinoGenAiGenerator(openvino_gguf(card, variant.weights), card.context, config)
-    return with_overrides(generator, card)
+    return with_overrides(entry.open(card, variant, shape), card)
 
 
 def with_overrides(generator: Any, card: LlmCard) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 from turboinfer.core.errors import InvalidModel, MissingExtra, ModelNotFound
 from turboinfer.core.settings import Settings
 from turboinfer.models.llm_overrides import Overrides, read_overrides
-from turboinfer.models.llm_source import LlmFacts, engine_refusal, facts_of, read_gguf, source_kind, source_sha256
+from turboinfer.models.llm_source import LlmFacts, facts_of, gguf_chat_template, read_gguf, source_kind, source_sha256
 
 LLM_CARD = "llm.card.json"
 ORT_PRECISIONS = ("fp32", "int8", "int4")
@@ -32,11 +32,14 @@ REQUANTIZED = "q8_0"
 OPENVINO_FILE_LAYOUTS = ("q4_0", "q4_1", "q8_0", "f16")
 """A file's own layouts OpenVINO GenAI's GGUF reader loads (F32 files and mixed K-quants with Q5_0 tensors are
 refused: "Unsupported quantization type", "gguf_tensor_to_f16 failed")."""
+OPENVINO_GGUF_ARCHITECTURES = ("llama", "qwen2", "qwen3")
+"""What OpenVINO GenAI 2026.4's GGUF reader runs; it refuses the rest ("Unsupported model architecture 'gemma3'",
+docs/llm.md). A Hugging Face folder reaches it as the Q8_0 GGUF llama.cpp's converter writes."""
 BUILD_TOOLS = ("transformers", "gguf", "onnxruntime-genai", "openvino-genai")
 
 BYTES_PER_WEIGHT = {"fp32": 4.0, "f32": 4.0, "bf16": 2.0, "fp16": 2.0, "f16": 2.0, "int8": 1 + 4 / 32,
-                    "int4": 0.5 + 4 / 32, "q8_0": 1 + 2 / 32, "q4_0": 0.5 + 2 / 32, "q4_1": 0.5 + 4 / 32,
-                    "q5_0": 0.625 + 2 / 32, "q5_1": 0.625 + 4 / 32}  # fmt: skip
+                    "int4": 0.5 + 4 / 32, "int4-awq": 0.5 + 4 / 32, "q8_0": 1 + 2 / 32, "q4_0": 0.5 + 2 / 32,
+                    "q4_1": 0.5 + 4 / 32, "q5_0": 0.625 + 2 / 32, "q5_1": 0.625 + 4 / 32}  # fmt: skip
 """Bytes per weight of each precision with its scales per 32 weights (FP32 in ONNX Runtime's MatMulNBits; FP16 in
 GGUF, and Q4_1's minimum too). Mixed K-quant files (Q4_K_M …) count their own file size."""
 
@@ -91,10 +94,6 @@ class LlmCard(LlmFacts):
         if self.gguf is not None and precision == self.layout.lower():
             return float(self.gguf.stat().st_size)
         raise InvalidModel(f"unknown weight precision {precision!r}")
-
-    def refusal(self, engine: str) -> str | None:
-        """Why an engine cannot run this model, or None."""
-        return engine_refusal(self.architecture, engine)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (paths as strings)."""
@@ -199,7 +198,7 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
             shutil.rmtree(final)
         Path(tmp).rename(final)
     card = load_llm_card(final / LLM_CARD)
-    if card.gguf is not None and card.refusal("openvino-genai") is None:
+    if card.gguf is not None and card.architecture in OPENVINO_GGUF_ARCHITECTURES:
         openvino_gguf(card, REQUANTIZED)
     return overrides.apply(card)
 
@@ -207,10 +206,13 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
 def openvino_weights(card: LlmCard) -> tuple[str, ...]:
     """The GGUF layouts OpenVINO GenAI can run for this model: the Q8_0 re-quantization (of a folder: llama.cpp's
     Q8_0), and a GGUF's own layout where its reader loads it."""
-    if card.gguf is None:
-        return (REQUANTIZED,)
-    own = card.layout.lower()
-    return (REQUANTIZED, own) if own in OPENVINO_FILE_LAYOUTS and own != REQUANTIZED else (REQUANTIZED,)
+    return openvino_layouts(card.layout, card.gguf is not None)
+
+
+def openvino_layouts(layout: str, gguf: bool) -> tuple[str, ...]:
+    """openvino_weights of a model whose file has this layout (a GGUF, or a folder)."""
+    own = layout.lower()
+    return (REQUANTIZED, own) if gguf and own in OPENVINO_FILE_LAYOUTS and own != REQUANTIZED else (REQUANTIZED,)
 
 
 def openvino_gguf(card: LlmCard, weights: str) -> Path:
@@ -231,6 +233,17 @@ def openvino_gguf(card: LlmCard, weights: str) -> Path:
         else:
             folder_to_gguf(card.source, target, weights)
     return target
+
+
+def openvino_ir(card: LlmCard, weights: str) -> Path:
+    """The OpenVINO IR folder of card at a weight layout, exported once by optimum-intel (models/ir_export.py) from
+    its Hugging Face folder, a GGUF's chat template carried over."""
+    final = card.folder / f"openvino-ir-{weights}"
+    if not (final / "openvino_model.xml").is_file():
+        from turboinfer.models.ir_export import export_ir
+
+        export_ir(card.hf_folder, final, weights, gguf_chat_template(card.gguf) if card.gguf is not None else "")
+    return final
 
 
 def ort_genai_model(card: LlmCard, precision: str) -> Path:

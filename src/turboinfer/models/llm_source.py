@@ -21,14 +21,6 @@ ARCHITECTURES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen
 """Architectures every command takes: GGUF's general.architecture → Hugging Face's model_type (Llama 2/3, SmolLM
 and Mistral-style models are llama or mistral; Qwen2/2.5; Qwen3; Gemma 2; Gemma 3 text; Phi-3/3.5/4-mini)."""
 HF_TO_GGUF = {hf: gguf for gguf, hf in ARCHITECTURES.items()} | {"gemma3": "gemma3"}
-ENGINE_ARCHITECTURES = {
-    "transformers": tuple(ARCHITECTURES),
-    "ort-genai": tuple(ARCHITECTURES),
-    "openvino-genai": ("llama", "qwen2", "qwen3"),
-}
-"""Which engine runs which architecture: transformers (5.x) and ONNX Runtime GenAI's model builder run them all;
-OpenVINO GenAI 2026.4's GGUF reader runs llama, qwen2 and qwen3 and refuses the rest ("Unsupported model
-architecture 'gemma3'", docs/llm.md); a Hugging Face folder reaches it as the Q8_0 GGUF llama.cpp's converter writes."""
 SAFETENSORS_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I8": 1, "U8": 1, "I32": 4, "I64": 8}
 
 
@@ -78,13 +70,10 @@ def check_architecture(architecture: str, where: Path) -> str:
     return architecture
 
 
-def engine_refusal(architecture: str, engine: str) -> str | None:
-    """Why an engine cannot run a model of this architecture, or None when it can (OpenVINO GenAI reads a folder
-    through the GGUF llama.cpp's converter writes of it)."""
-    if architecture not in ENGINE_ARCHITECTURES.get(engine, ()):
-        runs = ", ".join(ENGINE_ARCHITECTURES.get(engine, ()))
-        return f"{engine} does not run {architecture} (it runs {runs})"
-    return None
+def gguf_chat_template(path: Path) -> str:
+    """The chat template a GGUF file carries ("" when it has none)."""
+    item = read_gguf(path).fields.get("tokenizer.chat_template")
+    return str(item.contents()) if item is not None else ""
 
 
 def read_gguf(path: Path) -> Any:

@@ -23,6 +23,7 @@ from turboinfer.core.errors import InvalidInput
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
+from turboinfer.models.engines import ENGINES, ORACLE, Search, engine_entry
 from turboinfer.models.generation_speed import (
     GROUNDED,
     OPEN,
@@ -33,7 +34,7 @@ from turboinfer.models.generation_speed import (
     task_speed,
 )
 from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import REQUANTIZED, LlmCard, build_llm, openvino_weights
+from turboinfer.models.llm import LlmCard, build_llm
 from turboinfer.models.sentences import Prose
 from turboinfer.runtime.generate import GenerationRequest
 
@@ -93,25 +94,19 @@ class GenOutcome:
 
 
 def candidates(plan: GenPlan, card: LlmCard, threads: int) -> tuple[list[GeneratorVariant], list[GenOutcome]]:
-    """The search space, and the engines skipped for this model with their reason: OpenVINO GenAI on the Q8_0
-    re-quantization and on the file's own layout (u8 KV cache; f16 and one thread in a full run); for the grounded
-    objective (and every full run) f32 numerics without and with prompt lookup; ONNX Runtime GenAI at 4-bit and
-    8-bit weights (FP32 and one thread in a full run)."""
-    ov, ort, out, skipped = "openvino-genai", "ort-genai", [], []
-    if card.refusal(ov) is None:
-        out += [GeneratorVariant(plan.model, ov, w, "u8", threads) for w in openvino_weights(card)]
-        if plan.objective == "grounded" or not plan.quick:  # f32 numerics, with and without drafts
-            out += [GeneratorVariant(plan.model, ov, REQUANTIZED, "f32", threads, prompt_lookup=n)
-                    for n in (0, *plan.lookup)]  # fmt: skip
-        if not plan.quick:
-            out += [GeneratorVariant(plan.model, ov, REQUANTIZED, "f16", threads),
-                    GeneratorVariant(plan.model, ov, REQUANTIZED, "u8", 1)]  # fmt: skip
-    else:
-        skipped.append(GenOutcome(GeneratorVariant(plan.model, ov), "skipped", f"skipped: {card.refusal(ov)}"))
-    out += [GeneratorVariant(plan.model, ort, w, threads=threads) for w in ("int4", "int8")]
-    if not plan.quick:
-        out += [GeneratorVariant(plan.model, ort, "fp32", threads=threads),
-                GeneratorVariant(plan.model, ort, "int8", threads=1)]  # fmt: skip
+    """The search space, every engine's options (models.engines) but the oracle's, and the engines skipped for this
+    model with their reason."""
+    out, skipped = [], []
+    search = Search(plan.quick, plan.objective == "grounded", plan.lookup, threads)
+    for entry in ENGINES:
+        if entry.name == ORACLE:
+            continue
+        refusal = entry.refusal(card)
+        if refusal is not None:
+            skipped.append(GenOutcome(GeneratorVariant(plan.model, entry.name), "skipped", f"skipped: {refusal}"))
+            continue
+        out += [GeneratorVariant(plan.model, entry.name, **{"kv_cache": entry.kv_caches[0], **options})
+                for options in entry.search(card, search)]  # fmt: skip
     return out, skipped
 
 
@@ -168,7 +163,7 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
     cpu = probe_cpu()
     card = build_llm(plan.model, settings)
     say("loading the oracle (transformers FP32)")
-    oracle = open_generator(GeneratorVariant(plan.model, "transformers", "fp32", threads=cpu.usable_cpus), settings)
+    oracle = open_generator(GeneratorVariant(plan.model, ORACLE, "fp32", threads=cpu.usable_cpus), settings)
     prose = Prose(oracle)
     prose.window(4096)  # the held-out text comes after the first 4096 tokens, which benchmarks use as prompts
     text = list(prose.window(plan.text_tokens))
@@ -185,7 +180,7 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
             outcome.fidelity = fidelity_of(generator, oracle, text, prompts)
             outcome.speed = bench_generator(variant.label, generator, config).summary()
             why = breach(outcome.fidelity, plan.budget)
-            if why is None and variant.engine == "openvino-genai" and variant.kv_cache == "f32":
+            if why is None and engine_entry(variant.engine).drafts and variant.kv_cache == "f32":
                 why = lookup_breach(generator, variant, plain, outcome, Prose(generator))  # lookup runs only at f32
             if plan.objective == "throughput" and why is None:
                 outcome.speed["streams"] = streams_rate(generator, plan, config)

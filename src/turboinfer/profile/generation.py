@@ -15,6 +15,7 @@ import numpy as np
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
+from turboinfer.models.engines import ORACLE
 from turboinfer.models.generation_speed import concurrent_run
 from turboinfer.models.generators import GeneratorVariant, open_generator
 from turboinfer.models.llm import BYTES_PER_WEIGHT, LlmCard, build_llm
@@ -94,7 +95,7 @@ def profile_generator(
     out.streams = stream_sweep(generator, prose, request, card, say)
     out.prefix = prefix_reuse(generator, prose)
     out.cache = cache_gain(variant, settings, prose, request, say)
-    kv_bytes = KV_VALUE_BYTES.get(variant.kv_cache if variant.engine == "openvino-genai" else "f32", 4.0)
+    kv_bytes = KV_VALUE_BYTES.get(variant.kv_cache, 4.0)
     per_token = card.kv_values_per_token() * kv_bytes
     out.kv = {"bytes_per_token": per_token, "bytes_per_stream_at_context": per_token * card.context,
               "precision_bytes": kv_bytes, "context": card.context}  # fmt: skip
@@ -135,7 +136,7 @@ def cache_gain(
     prompt = prose.window(512)
     for use_cache in (True, False):
         say(f"transformers oracle, KV cache {'on' if use_cache else 'off'}")
-        oracle = open_generator(GeneratorVariant(variant.model, "transformers", "fp32", threads=variant.threads,
+        oracle = open_generator(GeneratorVariant(variant.model, ORACLE, "fp32", threads=variant.threads,
                                                  use_cache=use_cache), settings)  # fmt: skip
         tokens = request.generate if use_cache else request.no_cache_tokens
         result = oracle.generate(GenerationRequest(prompt, max_tokens=tokens, ignore_eos=True))

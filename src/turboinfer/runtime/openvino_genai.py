@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
+from turboinfer.runtime.batching import BatchEngine
 from turboinfer.runtime.generate import (
     FinishReason,
     GenerationRequest,
@@ -82,7 +83,7 @@ class Live:
     """Engine steps that gave this request tokens (fewer than its tokens when drafts are accepted)."""
 
 
-class OpenVinoGenAiGenerator:
+class OpenVinoGenAiGenerator(BatchEngine):
     """A Generator on OpenVINO GenAI's ContinuousBatchingPipeline (a GGUF file, or an IR folder)."""
 
     engine = "openvino-genai"
@@ -213,20 +214,6 @@ class OpenVinoGenAiGenerator:
         live = self.live.pop(key, None)
         if live is not None:
             live.handle.stop()
-
-    def generate(self, request: GenerationRequest, on_text: OnText | None = None) -> GenerationResult:
-        """One request through the engine."""
-        return self.generate_many([request], [on_text])[0]
-
-    def generate_many(
-        self, requests: list[GenerationRequest], on_text: list[OnText | None] | None = None
-    ) -> list[GenerationResult]:
-        """Many requests in the engine at once (continuous batching), each result in order."""
-        keys = [self.add(r, (on_text or [None] * len(requests))[i]) for i, r in enumerate(requests)]
-        pending = set(keys)
-        while pending:
-            pending -= set(self.step())
-        return [self.result(key) for key in keys]
 
     def cache_usage(self) -> float:
         """Share of the KV cache in use, 0..1 (the engine reports percent)."""

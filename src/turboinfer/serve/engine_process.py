@@ -39,21 +39,23 @@ class EngineCallFailed(TurboinferError):
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """How the child builds its engine: the generator variant, the cache folder, OpenVINO GenAI's EngineConfig."""
+    """How the child builds its engine: the generator variant, the cache folder, what the server sized it for."""
 
     variant: Any
     """A models.generators.GeneratorVariant."""
     cache_dir: Path
-    engine_config: Any = None
+    shape: Any = None
+    """A models.engines.ServeShape."""
 
 
 def build_engine(spec: EngineSpec) -> Any:
-    """The engine a spec names: OpenVINO GenAI's own continuous batching, or a step-wise engine interleaved."""
+    """The engine a spec names: one that batches itself (OpenVINO GenAI, llama.cpp), or a step-wise engine
+    interleaved."""
     from turboinfer.core.settings import Settings
     from turboinfer.models.generators import open_generator
     from turboinfer.serve.interleave import Interleaved
 
-    generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.engine_config)
+    generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.shape)
     return generator if hasattr(generator, "add") else Interleaved(generator)
 
 

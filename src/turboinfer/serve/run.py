@@ -14,6 +14,7 @@ from turboinfer.core.card import ModelCard, file_sha256
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import available_memory_bytes
+from turboinfer.models.engines import ServeShape, engine_entry
 from turboinfer.models.generators import parse_generator
 from turboinfer.models.llm import build_llm
 from turboinfer.models.llm_overrides import overrides_path
@@ -80,24 +81,21 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
     """Open an LLM for serving, its engine in a process of its own: the KV cache its streams need is computed first
     and refused when it does not fit in memory (before anything is allocated); step-wise engines are interleaved.
     prompt_lookup > 0 turns prompt-lookup decoding on (OpenVINO GenAI)."""
-    from turboinfer.runtime.openvino_genai import EngineConfig
-
     variant = parse_generator(text, env, threads)
     if prompt_lookup:
         variant = replace(variant, prompt_lookup=prompt_lookup, kv_cache="f32").checked()
     card = build_llm(variant.model, env)
-    refusal = card.refusal(variant.engine)
+    entry = engine_entry(variant.engine)
+    refusal = entry.refusal(card)
     if refusal:
         raise InvalidModel(f"{card.name}: {refusal}")
     streams = scheduler.max_running
-    if variant.engine == "openvino-genai":
-        per_token = card.kv_values_per_token() * KV_VALUE_BYTES[variant.kv_cache]
+    per_token = card.kv_values_per_token() * KV_VALUE_BYTES[variant.kv_cache]
+    if entry.shared_kv:  # one cache the streams share
         cache = check_kv_capacity(per_token, 1, round(cache_gb * 2**30 / per_token), available_memory_bytes())
         tokens = int(cache // per_token)
-        kind = f"paged, {variant.kv_cache}, shared by {streams} streams"
-        config = EngineConfig(cache_gb=cache_gb, max_streams=streams, max_batched_tokens=max_batched_tokens)
-    else:  # one cache per stream, allocated for the whole context (fp32)
-        per_token = card.kv_values_per_token() * KV_VALUE_BYTES["f32"]
+        kind = f"{variant.kv_cache}, shared by {streams} streams"
+    else:  # one cache per stream, allocated for the whole context
         try:
             cache = check_kv_capacity(per_token, streams, card.context, available_memory_bytes())
         except InvalidInput as err:
@@ -105,8 +103,9 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
                 f"{card.name}: {err}: serve fewer --streams, or cap the context in "
                 f'{overrides_path(card.source)} ({{"context": N}})'
             ) from None
-        tokens, kind, config = streams * card.context, f"f32, {streams} streams × {card.context} tokens", None
-    engine = ProcessEngine(EngineSpec(variant, env.cache_dir, config))
+        tokens, kind = streams * card.context, f"{variant.kv_cache}, {streams} streams × {card.context} tokens"
+    shape = ServeShape(streams, tokens, max_batched_tokens)
+    engine = ProcessEngine(EngineSpec(variant, env.cache_dir, shape))
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
             f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
     limits = replace(scheduler, kv_tokens=tokens, vocab=card.vocab)

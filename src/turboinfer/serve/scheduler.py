@@ -406,7 +406,14 @@ class GenerationScheduler:
     def _finish(self, key: int) -> None:
         ticket = self._running.pop(key, None)
         self._unstarted.discard(key)
-        result = self.engine.result(key)
+        try:
+            result = self.engine.result(key)
+        except EngineGone:
+            raise
+        except Exception as err:  # the engine refused this request alone (llama.cpp answers some refusals late)
+            if ticket is not None:
+                self._fail(ticket, err)
+            return
         if ticket is None:
             return
         ticket.finished = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turboinfer.serve.admission import FirstTokenForecast
+from turboinfer.serve.openai.admission import FirstTokenForecast
 
 
 def test_a_prefill_is_timed_from_admission_or_from_the_first_token_before_it():

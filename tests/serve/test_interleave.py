@@ -8,9 +8,9 @@ import pytest
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.generators import GeneratorVariant, open_generator
 from turboinfer.runtime.generate import GenerationRequest
-from turboinfer.serve.interleave import Interleaved
+from turboinfer.serve.openai.interleave import Interleaved
+from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.run import llm_serving
-from turboinfer.serve.scheduler import SchedulerConfig
 
 PROMPTS = ["1, 2, 3, 4,", "a, b, c, d,", "Monday, Tuesday,"]
 

@@ -24,8 +24,8 @@ import pytest
 from tests.serve.conftest import metric, running
 from tests.serve.test_lifecycle import free_port
 from turboinfer.serve.app import ServeConfig, Server
+from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.run import llm_serving
-from turboinfer.serve.scheduler import SchedulerConfig
 
 MODEL = "smollm2-135m"
 LIMITS = SchedulerConfig(max_running=4, queue_size=4, max_new_tokens=1024)
@@ -441,7 +441,7 @@ def test_the_load_generator_measures_a_server_as_vllm_defines_it(llm, tmp_path):
 @pytest.fixture(scope="module")
 def ort_int8(settings):
     from turboinfer.models.generators import GeneratorVariant, open_generator
-    from turboinfer.serve.interleave import Interleaved
+    from turboinfer.serve.openai.interleave import Interleaved
 
     engine = Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings))
     engine.close = lambda: None  # type: ignore[attr-defined]  # kept across this module's servers

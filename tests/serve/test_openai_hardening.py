@@ -21,8 +21,8 @@ from tests.serve.test_openai import CONFIG, LIMITS, MODEL, call, chat, sse, wait
 from turboinfer.bench.openai_corpus import OpenAiProbe, mutations, named_cases
 from turboinfer.runtime.generate import GenerationRequest, Sampling
 from turboinfer.serve.app import Server
+from turboinfer.serve.openai.scheduler import Ticket
 from turboinfer.serve.run import llm_serving
-from turboinfer.serve.scheduler import Ticket
 
 ROUTES = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 

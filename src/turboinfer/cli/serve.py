@@ -22,9 +22,9 @@ from turboinfer.models.generators import is_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.repository import model_serving, read_config, repository
 from turboinfer.serve.run import build_server, llm_serving, run_app
-from turboinfer.serve.scheduler import SchedulerConfig
 from turboinfer.serve.traffic import SplitConfig
 
 

@@ -47,10 +47,10 @@ from turboinfer.serve.http import (
 )
 from turboinfer.serve.logs import AccessLog, access_info
 from turboinfer.serve.metrics import ServerMetrics
-from turboinfer.serve.openai import OpenAiRoutes
+from turboinfer.serve.openai.routes import OpenAiRoutes
+from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.openapi import openapi
 from turboinfer.serve.padding import sequence_padding
-from turboinfer.serve.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.schema import parse_object
 from turboinfer.serve.traffic import SplitConfig, TrafficSplit
 from turboinfer.serve.worker import ModelWorker

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from turboinfer.core.errors import InvalidInput, ModelNotFound, TurboinferError
 from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.logs import ERRORS
-from turboinfer.serve.scheduler import EngineFailed, EngineStopped
+from turboinfer.serve.openai.scheduler import EngineFailed, EngineStopped
 
 T = TypeVar("T")
 

@@ -20,9 +20,9 @@ from turboinfer.models.llm import build_llm
 from turboinfer.models.llm_overrides import overrides_path
 from turboinfer.runtime.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.serve.app import ServeConfig, Server, check_servable
-from turboinfer.serve.engine_process import EngineSpec, ProcessEngine
+from turboinfer.serve.openai.engine_process import EngineSpec, ProcessEngine
+from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.repository import ModelServing
-from turboinfer.serve.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.traffic import SplitConfig
 
 DRAIN_TIMEOUT_S = 25

@@ -53,7 +53,7 @@ def build_engine(spec: EngineSpec) -> Any:
     interleaved."""
     from turboinfer.core.settings import Settings
     from turboinfer.models.generators import open_generator
-    from turboinfer.serve.interleave import Interleaved
+    from turboinfer.serve.openai.interleave import Interleaved
 
     generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.shape)
     return generator if hasattr(generator, "add") else Interleaved(generator)

@@ -24,11 +24,11 @@ from typing import Any, Literal, Protocol
 
 from turboinfer.core.errors import InvalidInput, TurboinferError
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
-from turboinfer.serve.admission import FirstTokenForecast
 from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
-from turboinfer.serve.engine_process import EngineGone
-from turboinfer.serve.generation_metrics import GenerationMetrics
-from turboinfer.serve.prefix import PrefixBook
+from turboinfer.serve.openai.admission import FirstTokenForecast
+from turboinfer.serve.openai.engine_process import EngineGone
+from turboinfer.serve.openai.metrics import GenerationMetrics
+from turboinfer.serve.openai.prefix import PrefixBook
 
 log = logging.getLogger("turboinfer.serve")
 State = Literal["loading", "ready", "restarting", "dead", "stopped"]

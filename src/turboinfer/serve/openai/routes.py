@@ -22,8 +22,6 @@ from starlette.types import Receive, Scope, Send
 
 from turboinfer.core.errors import ModelNotFound
 from turboinfer.runtime.generate import GenerationResult
-from turboinfer.serve.generation_metrics import GenerationMetrics
-from turboinfer.serve.generation_split import GenerationSplit
 from turboinfer.serve.http import (
     ClientGone,
     classify,
@@ -35,8 +33,10 @@ from turboinfer.serve.http import (
     unless_disconnected,
 )
 from turboinfer.serve.logs import access_info
-from turboinfer.serve.openai_request import FIELDS, Completion, ModelLimits, model_of, parse_completion
-from turboinfer.serve.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
+from turboinfer.serve.openai.metrics import GenerationMetrics
+from turboinfer.serve.openai.protocol import FIELDS, Completion, ModelLimits, model_of, parse_completion
+from turboinfer.serve.openai.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
+from turboinfer.serve.openai.split import GenerationSplit
 from turboinfer.serve.schema import parse_object
 from turboinfer.serve.traffic import SplitConfig
 

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult
 from turboinfer.serve.batcher import QueueFull
-from turboinfer.serve.scheduler import GenerationScheduler, Ticket
+from turboinfer.serve.openai.scheduler import GenerationScheduler, Ticket
 from turboinfer.serve.traffic import SplitConfig
 
 AGREEMENT_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)

@@ -1,0 +1,2 @@
+"""The OpenAI front-end: its protocol, routes, scheduler, admission, prefix cache, metrics and the engine's
+process."""

@@ -9,11 +9,9 @@ from turboinfer.serve.batcher import (
     Batcher,
     BatcherConfig,
     BatchReport,
-    DeadlineExceeded,
     Pending,
-    QueueFull,
-    ShuttingDown,
 )
+from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
 
 
 def run(coro):

@@ -450,7 +450,7 @@ def ort_int8(settings):
 
 @pytest.mark.parametrize("mode", ["shadow", "canary"])
 def test_a_shadow_measures_greedy_agreement_and_a_canary_takes_its_share(spare, ort_int8, mode):
-    from turboinfer.serve.traffic import SplitConfig
+    from turboinfer.serve.split_config import SplitConfig
 
     split = SplitConfig(mode, share=1.0)
     server = Server({}, CONFIG, generators={MODEL: (spare, LIMITS)}, generator_splits={MODEL: (ort_int8, LIMITS,

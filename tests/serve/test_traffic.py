@@ -19,7 +19,8 @@ from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.run import build_server
-from turboinfer.serve.traffic import SplitConfig, agreement
+from turboinfer.serve.split_config import SplitConfig
+from turboinfer.serve.traffic import agreement
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.repository import model_serving, read_config, repository
 from turboinfer.serve.run import build_server, llm_serving, run_app
-from turboinfer.serve.traffic import SplitConfig
+from turboinfer.serve.split_config import SplitConfig
 
 
 def serve(

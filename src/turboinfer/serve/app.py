@@ -32,9 +32,9 @@ from turboinfer.serve.batcher import (
     Batcher,
     BatcherConfig,
     BatchReport,
-    QueueFull,
     Trace,
 )
+from turboinfer.serve.errors import QueueFull
 from turboinfer.serve.health import ModelHealth
 from turboinfer.serve.http import (
     ClientGone,
@@ -52,7 +52,8 @@ from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.openapi import openapi
 from turboinfer.serve.padding import sequence_padding
 from turboinfer.serve.schema import parse_object
-from turboinfer.serve.traffic import SplitConfig, TrafficSplit
+from turboinfer.serve.split_config import SplitConfig
+from turboinfer.serve.traffic import TrafficSplit
 from turboinfer.serve.worker import ModelWorker
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

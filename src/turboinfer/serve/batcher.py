@@ -14,21 +14,9 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from turboinfer.core.errors import TurboinferError
+from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
 
 log = logging.getLogger("turboinfer.serve")
-
-
-class QueueFull(TurboinferError):
-    """The queue is at capacity: the request was not accepted (429 or 503 with Retry-After)."""
-
-
-class DeadlineExceeded(TurboinferError):
-    """The request's deadline passed before compute started (504)."""
-
-
-class ShuttingDown(TurboinferError):
-    """The server stopped accepting requests (503)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from turboinfer.core.errors import InvalidInput, ModelNotFound
 from turboinfer.core.settings import Settings
 from turboinfer.models.variant import Variant, parse_variant
 from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.traffic import SplitConfig
+from turboinfer.serve.split_config import SplitConfig
 
 MODEL_KEYS = {"backend", "threads", "max_batch", "max_delay_ms", "queue", "instances", "preferred", "canary",
               "canary_share", "shadow", "seq_bucket"}  # fmt: skip

@@ -23,7 +23,7 @@ from turboinfer.serve.app import ServeConfig, Server, check_servable
 from turboinfer.serve.openai.engine_process import EngineSpec, ProcessEngine
 from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
 from turboinfer.serve.repository import ModelServing
-from turboinfer.serve.traffic import SplitConfig
+from turboinfer.serve.split_config import SplitConfig
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""

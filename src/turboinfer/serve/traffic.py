@@ -7,24 +7,15 @@ import asyncio
 import random
 import time
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from turboinfer.serve.batcher import Batcher, Trace
 from turboinfer.serve.metrics import ServerMetrics
+from turboinfer.serve.split_config import SplitConfig
 
 Tensors = dict[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class SplitConfig:
-    """How a model's traffic is shared with a second variant."""
-
-    mode: Literal["canary", "shadow"]
-    share: float = 0.1
-    """Canary only: the fraction of requests answered by the second variant."""
 
 
 def agreement(task: str, primary: Tensors, secondary: Tensors) -> tuple[float, float]:

@@ -38,7 +38,7 @@ from turboinfer.serve.openai.protocol import FIELDS, Completion, ModelLimits, mo
 from turboinfer.serve.openai.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
 from turboinfer.serve.openai.split import GenerationSplit
 from turboinfer.serve.schema import parse_object
-from turboinfer.serve.traffic import SplitConfig
+from turboinfer.serve.split_config import SplitConfig
 
 ERROR_TYPES = {400: "invalid_request_error", 404: "not_found_error", 408: "timeout", 413: "invalid_request_error",
                429: "rate_limit_error", 503: "service_unavailable", 504: "timeout"}  # fmt: skip

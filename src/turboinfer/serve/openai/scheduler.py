@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 
 from turboinfer.core.errors import InvalidInput, TurboinferError
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
-from turboinfer.serve.batcher import DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.openai.admission import FirstTokenForecast
 from turboinfer.serve.openai.engine_process import EngineGone
 from turboinfer.serve.openai.metrics import GenerationMetrics

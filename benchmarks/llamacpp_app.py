@@ -11,7 +11,7 @@ import sys
 
 import xllamacpp
 
-from turboinfer.models.llm import llm_source
+from turboinfer.llm.card import llm_source
 
 CONTEXT_PER_SLOT = 2048
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import memory_bandwidth_gbps
-from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
-from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import build_llm, gguf_path, llm_entry, openvino_gguf, openvino_weights
-from turboinfer.models.sentences import Prose
+from turboinfer.llm.card import build_llm, gguf_path, llm_entry, openvino_gguf, openvino_weights
+from turboinfer.llm.prose import Prose
+from turboinfer.llm.speed import GenBenchConfig, bench_generator
+from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.optimize.generation import fidelity_of
 from turboinfer.profile.generation import GenProfileRequest, cache_gain
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText, TextAssembler, prompt_ids

@@ -29,8 +29,8 @@ import psutil
 from serve import free_port, launch, stop, wait_ready  # benchmarks/serve.py, beside this script
 from turboinfer.bench.openai_load import LoadRun, OpenAiLoad, closed_loop, open_loop, prompts
 from turboinfer.core.settings import Settings
-from turboinfer.models.engines import ServeShape
-from turboinfer.models.generators import GeneratorVariant, open_generator
+from turboinfer.llm.engines import ServeShape
+from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.runtime.generate import GenerationRequest
 
 STREAMS, THREADS, MAX_TOKENS, PROMPT_TOKENS = 16, 2, 128, 200

@@ -32,11 +32,11 @@ from turboinfer.bench.openai_load import closed_loop
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
-from turboinfer.models.engines import ENGINES, ORACLE
-from turboinfer.models.generation_speed import GROUNDED, OPEN, GenBenchConfig, bench_generator, task_speed
-from turboinfer.models.generators import GeneratorVariant, open_generator, parse_generator
-from turboinfer.models.llm import build_llm
-from turboinfer.models.sentences import Prose
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.engines import ENGINES, ORACLE
+from turboinfer.llm.prose import Prose
+from turboinfer.llm.speed import GROUNDED, OPEN, GenBenchConfig, bench_generator, task_speed
+from turboinfer.llm.variant import GeneratorVariant, open_generator, parse_generator
 from turboinfer.optimize.generation import fidelity_of
 
 CONFIG = GenBenchConfig(prompt=512, generate=128, depths=(16,), repeats=3)

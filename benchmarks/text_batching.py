@@ -25,9 +25,9 @@ from turboinfer.bench.loadgen import closed_loop
 from turboinfer.bench.requests import Request, v2_binary_request
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import TextPreprocess
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.models.catalog import build_zoo_model
 from turboinfer.models.preprocess import TextTokenizer
-from turboinfer.models.sentences import real_sentences
 from turboinfer.runtime.session import SessionOptions, open_session
 
 MODEL = "minilm-l6"

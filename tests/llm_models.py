@@ -1,7 +1,7 @@
 """Decoder LLMs a user would bring, written here with seeded random weights: a transformers config of two layers per
 architecture family, saved as a Hugging Face folder (config.json, model.safetensors, the real SmolLM2 tokenizer
 and its chat template) and, through llama.cpp's own converter, as GGUF files (re-quantized to other layouts by
-models.gguf_convert)."""
+llm.gguf_convert)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def smollm2_tokenizer(out: Path) -> Path:
     """The real SmolLM2 tokenizer (byte-level BPE, 49,152 tokens) and chat template, from the zoo's GGUF."""
     from transformers import AutoTokenizer
 
-    from turboinfer.models.llm import gguf_path, llm_entry
+    from turboinfer.llm.card import gguf_path, llm_entry
 
     if not (out / "tokenizer.json").is_file():
         gguf = gguf_path(llm_entry("smollm2-135m"))
@@ -78,7 +78,7 @@ class OwnLlms:
 
     def gguf(self, family: str, quant: str = "f32") -> Path:
         """The family's GGUF in a layout: f32 from llama.cpp's converter, others re-quantized from it."""
-        from turboinfer.models.gguf_convert import folder_to_gguf, requantize_gguf
+        from turboinfer.llm.gguf_convert import folder_to_gguf, requantize_gguf
 
         out = self.root / f"{family}.{quant}.gguf"
         if not out.is_file():

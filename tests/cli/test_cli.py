@@ -31,7 +31,7 @@ def test_zoo_build_prints_the_card_path(effnet):
 def test_zoo_list_shows_every_model():
     result = run("zoo", "list")
     assert result.returncode == 0
-    for name in ("efficientnet-lite0", "minilm-l6", "mobilenetv2", "resnet152"):
+    for name in ("efficientnet-lite0", "minilm-l6", "mobilenetv2", "resnet152", "smollm2-135m"):
         assert name in result.stdout
 
 

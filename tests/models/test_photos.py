@@ -3,9 +3,9 @@ import io
 import numpy as np
 from PIL import Image
 
+from turboinfer.measure.sentences import real_sentences, split_sentences
 from turboinfer.models.augment import augmented_set
 from turboinfer.models.photos import all_photos, labelled_imagenet_photos, photo_sources
-from turboinfer.models.sentences import real_sentences, split_sentences
 
 
 def test_real_photos_come_from_packages(settings):

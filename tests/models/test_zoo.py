@@ -10,12 +10,12 @@ import skimage.data
 from turboinfer.core.card import file_sha256, load_card, save_card
 from turboinfer.core.errors import InvalidModel, ModelNotFound
 from turboinfer.core.settings import Settings
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.models.catalog import build_key, build_zoo_model, cached_card, resolve_model, zoo_names, zoo_table
 from turboinfer.models.export import weights_file
 from turboinfer.models.labels import CAT_CLASSES, imagenet_label
 from turboinfer.models.photos import labelled_imagenet_photos
 from turboinfer.models.preprocess import TextTokenizer, image_batch, normalize, resize_and_crop
-from turboinfer.models.sentences import real_sentences
 from turboinfer.runtime.session import open_session
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.models.generators import GeneratorVariant
+from turboinfer.llm.variant import GeneratorVariant
 from turboinfer.optimize.generation import GenBudget, GenOutcome, GenPlan, breach, decide
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from turboinfer.core.errors import InvalidInput
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.engines import engine_entry
+from turboinfer.llm.variant import GeneratorVariant, open_generator, parse_generator
 from turboinfer.measure.fidelity import common_prefix, path_agreement
-from turboinfer.models.engines import engine_entry
-from turboinfer.models.generators import GeneratorVariant, open_generator, parse_generator
-from turboinfer.models.llm import build_llm
-from turboinfer.models.sentences import real_sentences
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.runtime.generate import GenerationRequest, Sampling
 
 PROMPT = "The standard library's documentation says that"

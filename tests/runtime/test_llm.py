@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from turboinfer.core.errors import InvalidInput, InvalidModel
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.source import read_gguf
+from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
-from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import build_llm
-from turboinfer.models.llm_source import read_gguf
-from turboinfer.models.sentences import real_sentences
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.runtime.generate import GenerationRequest, Sampling
 
 PROMPT = "The standard library's documentation says that"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from turboinfer.core.errors import InvalidModel
-from turboinfer.models import ir_export
-from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import build_llm
+from turboinfer.llm import ir_export
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.runtime.generate import GenerationRequest
 
 PROMPTS = ("The standard library's documentation says that", "Files", "A module of the standard library reads")

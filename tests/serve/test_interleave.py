@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.models.generators import GeneratorVariant, open_generator
+from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.runtime.generate import GenerationRequest
 from turboinfer.serve.openai.interleave import Interleaved
 from turboinfer.serve.openai.scheduler import SchedulerConfig

@@ -440,7 +440,7 @@ def test_the_load_generator_measures_a_server_as_vllm_defines_it(llm, tmp_path):
 
 @pytest.fixture(scope="module")
 def ort_int8(settings):
-    from turboinfer.models.generators import GeneratorVariant, open_generator
+    from turboinfer.llm.variant import GeneratorVariant, open_generator
     from turboinfer.serve.openai.interleave import Interleaved
 
     engine = Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings))

@@ -12,8 +12,8 @@ import pytest
 from tests.serve.conftest import metric, running
 from tests.serve.test_app import call
 from turboinfer.core.types import TextPreprocess
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.models.preprocess import TextTokenizer
-from turboinfer.models.sentences import real_sentences
 from turboinfer.models.variant import parse_variant
 from turboinfer.runtime.session import open_session
 from turboinfer.serve.app import ServeConfig

@@ -1,4 +1,4 @@
-"""Two generators interleaved round by round on llama-bench's figures (models.generation_speed: pp and tg), with
+"""Two generators interleaved round by round on llama-bench's figures (llm.speed: pp and tg), with
 paired ratios and a verdict, and a history row per run."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from turboinfer.llm.prose import Prose
+from turboinfer.llm.speed import GenBench, GenBenchConfig, one_round
 from turboinfer.measure.stats import PairedRatio, paired_ratio_ci
-from turboinfer.models.generation_speed import GenBench, GenBenchConfig, one_round
-from turboinfer.models.sentences import Prose
 from turboinfer.runtime.generate import Generator
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from turboinfer.bench.loadgen import arrival_times
 from turboinfer.core.errors import InvalidInput
-from turboinfer.models.sentences import real_sentences
+from turboinfer.measure.sentences import real_sentences
 
 WORDS_PER_TOKEN = 0.75
 """English prose runs about 0.75 words per token in a BPE vocabulary; prompts are cut to words by it."""

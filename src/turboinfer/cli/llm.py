@@ -12,9 +12,9 @@ from turboinfer.bench.generation import ab_generators, history_row, verdict
 from turboinfer.cli import render, render_llm
 from turboinfer.cli.options import settings
 from turboinfer.hardware.capsule import environment_capsule
-from turboinfer.models.generation_speed import GenBenchConfig, bench_generator
-from turboinfer.models.generators import open_generator, parse_generator
-from turboinfer.models.llm import build_llm
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.speed import GenBenchConfig, bench_generator
+from turboinfer.llm.variant import open_generator, parse_generator
 from turboinfer.optimize.generation import GenBudget, GenPlan, optimize_generator, quick, save
 from turboinfer.profile.generation import GenProfileRequest, profile_generator
 from turboinfer.report.html import generation_html, openai_load_html

@@ -27,10 +27,10 @@ from turboinfer.cli.search import search
 from turboinfer.cli.serve import serve
 from turboinfer.core.errors import BudgetExceeded, TurboinferError
 from turboinfer.core.types import ImagePreprocess
+from turboinfer.llm.card import build_llm, llm_table
+from turboinfer.llm.variant import is_llm
 from turboinfer.measure.fidelity import DECISIVE_P
 from turboinfer.models.catalog import build_zoo_model, resolve_model, zoo_table
-from turboinfer.models.generators import is_llm
-from turboinfer.models.llm import build_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.optimize import artifacts
 from turboinfer.optimize.generation import GenBudget
@@ -62,7 +62,7 @@ def probe(json_path: JsonOption = None) -> None:
 @zoo.command("list")
 def zoo_list() -> None:
     """List the zoo's models and whether they are built."""
-    render.zoo_list(zoo_table(settings()))
+    render.zoo_list([*zoo_table(settings()), *llm_table(settings())])
 
 
 @zoo.command("build")

@@ -23,8 +23,8 @@ from turboinfer.bench.history import Run
 from turboinfer.bench.loadgen import LoadResult
 from turboinfer.bench.run import BenchOutcome
 from turboinfer.core.card import ModelCard
+from turboinfer.llm.card import LlmCard
 from turboinfer.measure.stats import PairedRatio, Summary
-from turboinfer.models.llm import LlmCard
 from turboinfer.optimize.run import OptimizeResult
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport

@@ -8,8 +8,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from turboinfer.cli.render import console, progress, write_json, write_text
+from turboinfer.llm.speed import GenBenchConfig
 from turboinfer.measure.stats import PairedRatio
-from turboinfer.models.generation_speed import GenBenchConfig
 from turboinfer.optimize.generation import GenResult
 from turboinfer.profile.generation import GenProfile
 

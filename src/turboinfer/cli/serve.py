@@ -18,7 +18,7 @@ from turboinfer.cli.options import (
     server_logging,
     settings,
 )
-from turboinfer.models.generators import is_llm
+from turboinfer.llm.variant import is_llm
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.app import ServeConfig
 from turboinfer.serve.batcher import BatcherConfig

@@ -15,7 +15,6 @@ from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
 from turboinfer.models.cards import card_from_onnx
 from turboinfer.models.inputs import check_preprocess
-from turboinfer.models.llm import LLM_CARD, LLMS
 from turboinfer.runtime.session import SessionOptions
 from turboinfer.runtime.torch import TorchSession
 
@@ -206,7 +205,7 @@ def open_eager(card: ModelCard, options: SessionOptions | None = None) -> TorchS
 
 
 def zoo_table(settings: Settings) -> list[dict[str, object]]:
-    """One row per zoo model for `turboinfer zoo list`: name, task, weights, built card path."""
+    """One row per tensor zoo model for `turboinfer zoo list`: name, task, weights, built card path."""
     rows: list[dict[str, object]] = []
     for entry in ZOO:
         built = card_path_for(model_dir(settings, entry.name) / "model.onnx")
@@ -219,8 +218,4 @@ def zoo_table(settings: Settings) -> list[dict[str, object]]:
                 "built": str(built) if built.is_file() else "",
             }
         )
-    for llm in LLMS:
-        card = model_dir(settings, llm.name) / LLM_CARD
-        rows.append({"name": llm.name, "task": "generate", "weights": "real (Q4_1 GGUF)",
-                     "description": llm.description, "built": str(card) if card.is_file() else ""})  # fmt: skip
     return rows

@@ -16,13 +16,13 @@ from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import DataUnavailable, InvalidInput, InvalidModel
 from turboinfer.core.settings import Settings
 from turboinfer.core.types import ImagePreprocess
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.models.augment import augmented_set
 from turboinfer.models.datasets import UserInputs, read_inputs
 from turboinfer.models.image_pipeline import ImagePipeline, NormalizeTable
 from turboinfer.models.inputs import index_limits, input_kind, load_graph
 from turboinfer.models.photos import all_photos, labelled_imagenet_photos
 from turboinfer.models.preprocess import decode_pil, text_tokenizer
-from turboinfer.models.sentences import real_sentences
 from turboinfer.models.variant import sample_feeds
 
 Items = np.ndarray | dict[str, np.ndarray]

@@ -22,9 +22,10 @@ import numpy as np
 from turboinfer.core.errors import InvalidInput
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import probe_cpu
-from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
-from turboinfer.models.engines import ENGINES, ORACLE, Search, engine_entry
-from turboinfer.models.generation_speed import (
+from turboinfer.llm.card import LlmCard, build_llm
+from turboinfer.llm.engines import ENGINES, ORACLE, Search, engine_entry
+from turboinfer.llm.prose import Prose
+from turboinfer.llm.speed import (
     GROUNDED,
     OPEN,
     GenBenchConfig,
@@ -33,9 +34,8 @@ from turboinfer.models.generation_speed import (
     task_prompt,
     task_speed,
 )
-from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import LlmCard, build_llm
-from turboinfer.models.sentences import Prose
+from turboinfer.llm.variant import GeneratorVariant, open_generator
+from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
 from turboinfer.runtime.generate import GenerationRequest
 
 Progress = Callable[[str], None]
@@ -94,7 +94,7 @@ class GenOutcome:
 
 
 def candidates(plan: GenPlan, card: LlmCard, threads: int) -> tuple[list[GeneratorVariant], list[GenOutcome]]:
-    """The search space, every engine's options (models.engines) but the oracle's, and the engines skipped for this
+    """The search space, every engine's options (llm.engines) but the oracle's, and the engines skipped for this
     model with their reason."""
     out, skipped = [], []
     search = Search(plan.quick, plan.objective == "grounded", plan.lookup, threads)

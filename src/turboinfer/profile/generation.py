@@ -15,11 +15,11 @@ import numpy as np
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
-from turboinfer.models.engines import ORACLE
-from turboinfer.models.generation_speed import concurrent_run
-from turboinfer.models.generators import GeneratorVariant, open_generator
-from turboinfer.models.llm import BYTES_PER_WEIGHT, LlmCard, build_llm
-from turboinfer.models.sentences import Prose
+from turboinfer.llm.card import BYTES_PER_WEIGHT, LlmCard, build_llm
+from turboinfer.llm.engines import ORACLE
+from turboinfer.llm.prose import Prose
+from turboinfer.llm.speed import concurrent_run
+from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.profile.diagnose import Recommendation
 from turboinfer.runtime.generate import KV_VALUE_BYTES, GenerationRequest, check_kv_capacity
 from turboinfer.runtime.microbench import gemm_throughput

@@ -15,10 +15,10 @@ from turboinfer.core.types import ImagePreprocess, TextPreprocess
 from turboinfer.hardware.capsule import environment_capsule
 from turboinfer.hardware.peaks import gemm_fp32_gflops, memory_bandwidth_gbps
 from turboinfer.hardware.probe import probe_cpu
+from turboinfer.measure.sentences import real_sentences
 from turboinfer.measure.stats import Summary, summarize
 from turboinfer.measure.timer import TimingPolicy, time_call
 from turboinfer.models.photos import IMAGE_SUFFIXES, all_photos, files_with_suffix
-from turboinfer.models.sentences import real_sentences
 from turboinfer.models.variant import sample_feeds
 from turboinfer.profile.diagnose import Evidence, Recommendation, diagnose
 from turboinfer.profile.operators import OperatorProfile, operator_profile

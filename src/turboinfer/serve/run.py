@@ -14,10 +14,10 @@ from turboinfer.core.card import ModelCard, file_sha256
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.core.settings import Settings
 from turboinfer.hardware.probe import available_memory_bytes
-from turboinfer.models.engines import ServeShape, engine_entry
-from turboinfer.models.generators import parse_generator
-from turboinfer.models.llm import build_llm
-from turboinfer.models.llm_overrides import overrides_path
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.engines import ServeShape, engine_entry
+from turboinfer.llm.overrides import overrides_path
+from turboinfer.llm.variant import parse_generator
 from turboinfer.runtime.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.serve.app import ServeConfig, Server, check_servable
 from turboinfer.serve.openai.engine_process import EngineSpec, ProcessEngine

@@ -42,17 +42,17 @@ class EngineSpec:
     """How the child builds its engine: the generator variant, the cache folder, what the server sized it for."""
 
     variant: Any
-    """A models.generators.GeneratorVariant."""
+    """A llm.variant.GeneratorVariant."""
     cache_dir: Path
     shape: Any = None
-    """A models.engines.ServeShape."""
+    """A llm.engines.ServeShape."""
 
 
 def build_engine(spec: EngineSpec) -> Any:
     """The engine a spec names: one that batches itself (OpenVINO GenAI, llama.cpp), or a step-wise engine
     interleaved."""
     from turboinfer.core.settings import Settings
-    from turboinfer.models.generators import open_generator
+    from turboinfer.llm.variant import open_generator
     from turboinfer.serve.openai.interleave import Interleaved
 
     generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.shape)

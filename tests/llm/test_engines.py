@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from turboinfer.core.errors import InvalidModel
-from turboinfer.models.engines import ENGINES, ORACLE, engine_entry, engine_table
-from turboinfer.models.generators import GeneratorVariant, parse_generator
-from turboinfer.models.llm import build_llm
+from turboinfer.llm.card import build_llm
+from turboinfer.llm.engines import ENGINES, ORACLE, engine_entry, engine_table
+from turboinfer.llm.variant import GeneratorVariant, parse_generator
 from turboinfer.optimize.generation import GenPlan, candidates
 
 DOCS = Path(__file__).parents[2] / "docs" / "llm.md"

@@ -11,10 +11,10 @@ from typing import Any
 
 from turboinfer.core.errors import InvalidModel
 from turboinfer.core.settings import Settings
-from turboinfer.models.engines import ServeShape, default_variant_fields, drafting_engines, engine_entry
-from turboinfer.models.llm import REQUANTIZED, LlmCard, build_llm, llm_names, llm_source
-from turboinfer.models.llm_overrides import overrides_path
-from turboinfer.models.llm_source import facts_of, is_hf_folder
+from turboinfer.llm.card import REQUANTIZED, LlmCard, build_llm, llm_names, llm_source
+from turboinfer.llm.engines import ServeShape, default_variant_fields, drafting_engines, engine_entry
+from turboinfer.llm.overrides import overrides_path
+from turboinfer.llm.source import facts_of, is_hf_folder
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class GeneratorVariant:
     engine: str = "openvino-genai"
     weights: str = REQUANTIZED
     """q8_0 or the file's own layout (OpenVINO GenAI's GGUF), the file's own (llama.cpp), fp32/int8/int4 (ONNX
-    Runtime GenAI), fp32 (transformers): models.engines says which of a model."""
+    Runtime GenAI), fp32 (transformers): llm.engines says which of a model."""
     kv_cache: str = "u8"
     """OpenVINO GenAI: u8, f16, bf16 or f32; llama.cpp f16; the others keep it in fp32 (the engine's first is
     taken when it keeps only one)."""
@@ -87,7 +87,7 @@ def parse_generator(text: str, settings: Settings, threads: int = 0) -> Generato
 
 
 def default_variant(model: str, engine: str = "") -> GeneratorVariant:
-    """The model on an engine (without one: the first of models.engines that runs its architecture) with that
+    """The model on an engine (without one: the first of llm.engines that runs its architecture) with that
     engine's default weights and KV cache (read from the file, nothing built)."""
     _, path = llm_source(model)
     facts = facts_of(path)

@@ -11,12 +11,12 @@ import shutil
 import pytest
 
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
+from turboinfer.llm.card import build_llm, openvino_weights
+from turboinfer.llm.prose import Prose
+from turboinfer.llm.source import facts_of
+from turboinfer.llm.speed import GROUNDED, task_prompt
+from turboinfer.llm.variant import GeneratorVariant, is_llm, open_generator, parse_generator
 from turboinfer.measure.fidelity import common_prefix, path_agreement
-from turboinfer.models.generation_speed import GROUNDED, task_prompt
-from turboinfer.models.generators import GeneratorVariant, is_llm, open_generator, parse_generator
-from turboinfer.models.llm import build_llm, openvino_weights
-from turboinfer.models.llm_source import facts_of
-from turboinfer.models.sentences import Prose
 from turboinfer.runtime.generate import GenerationRequest
 
 PROMPT = "The standard library's documentation says that"

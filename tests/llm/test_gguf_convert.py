@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from turboinfer.core.errors import InvalidModel
-from turboinfer.models.gguf_convert import requantize_gguf
-from turboinfer.models.llm import gguf_path, llm_entry
+from turboinfer.llm.card import gguf_path, llm_entry
+from turboinfer.llm.gguf_convert import requantize_gguf
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turboinfer.core.errors import InvalidModel
-from turboinfer.models.ir_export import IR_WEIGHTS
-from turboinfer.models.llm import (
+from turboinfer.llm.card import (
     OPENVINO_GGUF_ARCHITECTURES,
     ORT_PRECISIONS,
     REQUANTIZED,
@@ -24,10 +23,11 @@ from turboinfer.models.llm import (
     openvino_layouts,
     ort_genai_model,
 )
-from turboinfer.models.llm_source import ARCHITECTURES
+from turboinfer.llm.ir_export import IR_WEIGHTS
+from turboinfer.llm.source import ARCHITECTURES
 
 if TYPE_CHECKING:
-    from turboinfer.models.generators import GeneratorVariant
+    from turboinfer.llm.variant import GeneratorVariant
 
 ORT_DEFAULT_FIRST = ("int8", *(p for p in ORT_PRECISIONS if p != "int8"))
 OPENVINO_KV = ("u8", "f16", "bf16", "f32")

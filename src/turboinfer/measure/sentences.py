@@ -6,8 +6,7 @@ import importlib
 import inspect
 import re
 
-from turboinfer.core.errors import DataUnavailable, InvalidInput
-from turboinfer.runtime.generate import Generator
+from turboinfer.core.errors import DataUnavailable
 
 MODULES = (
     "argparse", "asyncio", "calendar", "collections", "concurrent.futures", "contextlib", "csv", "datetime",
@@ -52,19 +51,3 @@ def real_sentences(count: int) -> list[str]:
                 if len(seen) >= count:
                     return list(seen)
     raise DataUnavailable(f"only {len(seen)} sentences found in the standard library, {count} asked for")
-
-
-class Prose:
-    """Distinct token windows of real prose for one generator."""
-
-    def __init__(self, generator: Generator) -> None:
-        self.tokens = generator.tokenize(" ".join(real_sentences(1100)))
-        self._next = 0
-
-    def window(self, length: int) -> tuple[int, ...]:
-        """The next `length` tokens (wrapping around), never the same window twice in a row."""
-        if length > len(self.tokens):
-            raise InvalidInput(f"a {length}-token prompt is longer than the {len(self.tokens)} tokens of prose")
-        start = self._next % (len(self.tokens) - length + 1)
-        self._next = start + length + 7
-        return tuple(self.tokens[start : start + length])

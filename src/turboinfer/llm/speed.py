@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from turboinfer.core.errors import InvalidInput
+from turboinfer.llm.prose import Prose
 from turboinfer.measure.stats import bootstrap_ci
-from turboinfer.models.sentences import Prose
 from turboinfer.runtime.generate import GenerationRequest, GenerationResult, Generator
 
 

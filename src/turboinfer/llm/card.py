@@ -20,8 +20,8 @@ from typing import Any
 
 from turboinfer.core.errors import InvalidModel, MissingExtra, ModelNotFound
 from turboinfer.core.settings import Settings
-from turboinfer.models.llm_overrides import Overrides, read_overrides
-from turboinfer.models.llm_source import LlmFacts, facts_of, gguf_chat_template, read_gguf, source_kind, source_sha256
+from turboinfer.llm.overrides import Overrides, read_overrides
+from turboinfer.llm.source import LlmFacts, facts_of, gguf_chat_template, read_gguf, source_kind, source_sha256
 
 LLM_CARD = "llm.card.json"
 ORT_PRECISIONS = ("fp32", "int8", "int4")
@@ -113,6 +113,13 @@ def llm_entry(name: str) -> LlmEntry:
         if entry.name == name:
             return entry
     raise ModelNotFound(f"unknown LLM {name!r}; known: {', '.join(llm_names())}")
+
+
+def llm_table(settings: Settings) -> list[dict[str, object]]:
+    """One row per packaged LLM for `turboinfer zoo list`, as models.catalog.zoo_table's rows."""
+    return [{"name": e.name, "task": "generate", "weights": "real (Q4_1 GGUF)", "description": e.description,
+             "built": str(card) if (card := settings.zoo_dir / e.name / LLM_CARD).is_file() else ""}
+            for e in LLMS]  # fmt: skip
 
 
 def gguf_path(entry: LlmEntry) -> Path:
@@ -225,7 +232,7 @@ def openvino_gguf(card: LlmCard, weights: str) -> Path:
         return card.gguf
     target = card.folder / f"{card.name}.{weights}.gguf"
     if not target.is_file():
-        from turboinfer.models.gguf_convert import folder_to_gguf, requantize_gguf
+        from turboinfer.llm.gguf_convert import folder_to_gguf, requantize_gguf
 
         card.folder.mkdir(parents=True, exist_ok=True)
         if card.gguf is not None:
@@ -236,11 +243,11 @@ def openvino_gguf(card: LlmCard, weights: str) -> Path:
 
 
 def openvino_ir(card: LlmCard, weights: str) -> Path:
-    """The OpenVINO IR folder of card at a weight layout, exported once by optimum-intel (models/ir_export.py) from
+    """The OpenVINO IR folder of card at a weight layout, exported once by optimum-intel (llm/ir_export.py) from
     its Hugging Face folder, a GGUF's chat template carried over."""
     final = card.folder / f"openvino-ir-{weights}"
     if not (final / "openvino_model.xml").is_file():
-        from turboinfer.models.ir_export import export_ir
+        from turboinfer.llm.ir_export import export_ir
 
         export_ir(card.hf_folder, final, weights, gguf_chat_template(card.gguf) if card.gguf is not None else "")
     return final

@@ -24,7 +24,7 @@ IR_WEIGHTS = {
     "fp32": ["--weight-format", "fp32"],
 }
 """Weight layouts → optimum-cli's options: NNCF int8 per-channel (data-free), int4 group-wise (128, every layer;
-data-free; the embedding stays int8), int4 data-aware (exported in float, then compressed by models/ir_awq.py:
+data-free; the embedding stays int8), int4 data-aware (exported in float, then compressed by llm/ir_awq.py:
 AWQ and scale estimation on real prose), or float. The first is the default."""
 CALIBRATION_TEXTS = 32
 """Calibration samples of data-aware int4: four sentences each of the standard library's prose, from its start
@@ -76,8 +76,8 @@ def check(done: subprocess.CompletedProcess, folder: Path, what: str) -> None:
 
 
 def awq(fp32: Path, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """models/ir_awq.py run by the optimum environment on fp32, calibrated on real prose."""
-    from turboinfer.models.sentences import real_sentences
+    """llm/ir_awq.py run by the optimum environment on fp32, calibrated on real prose."""
+    from turboinfer.measure.sentences import real_sentences
 
     sentences = real_sentences(4 * CALIBRATION_TEXTS)
     texts = [" ".join(sentences[i : i + 4]) for i in range(0, len(sentences), 4)]

@@ -1,6 +1,6 @@
 """Data-aware int4 weight compression of an exported fp32 OpenVINO IR: NNCF's AWQ and scale estimation through
 optimum-intel, calibrated on the real prose given. Run by the optimum environment's interpreter as a script
-(models/ir_export.py does), never imported by turboinfer: it needs optimum-intel, which the venv does not hold.
+(llm/ir_export.py does), never imported by turboinfer: it needs optimum-intel, which the venv does not hold.
 
     python ir_awq.py FP32_IR_FOLDER OUT_FOLDER CALIBRATION.json GROUP_SIZE   (a JSON list of texts)
 """

@@ -30,7 +30,7 @@ from turboinfer.llm.speed import GenBenchConfig, bench_generator
 from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.optimize.generation import fidelity_of
 from turboinfer.profile.generation import GenProfileRequest, cache_gain
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText, TextAssembler, prompt_ids
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText, TextAssembler, prompt_ids
 
 THREADS = 2
 CONFIG = GenBenchConfig(prompt=512, generate=128, depths=(16,), repeats=3)

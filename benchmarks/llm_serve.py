@@ -31,7 +31,7 @@ from turboinfer.bench.openai_load import LoadRun, OpenAiLoad, closed_loop, open_
 from turboinfer.core.settings import Settings
 from turboinfer.llm.engines import ServeShape
 from turboinfer.llm.variant import GeneratorVariant, open_generator
-from turboinfer.runtime.generate import GenerationRequest
+from turboinfer.runtime.llm.generate import GenerationRequest
 
 STREAMS, THREADS, MAX_TOKENS, PROMPT_TOKENS = 16, 2, 128, 200
 LLAMACPP = Path(__file__).with_name("llamacpp_app.py")

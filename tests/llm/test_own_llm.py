@@ -17,7 +17,7 @@ from turboinfer.llm.source import facts_of
 from turboinfer.llm.speed import GROUNDED, task_prompt
 from turboinfer.llm.variant import GeneratorVariant, is_llm, open_generator, parse_generator
 from turboinfer.measure.fidelity import common_prefix, path_agreement
-from turboinfer.runtime.generate import GenerationRequest
+from turboinfer.runtime.llm.generate import GenerationRequest
 
 PROMPT = "The standard library's documentation says that"
 

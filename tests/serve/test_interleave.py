@@ -7,7 +7,7 @@ import pytest
 
 from turboinfer.core.errors import InvalidInput
 from turboinfer.llm.variant import GeneratorVariant, open_generator
-from turboinfer.runtime.generate import GenerationRequest
+from turboinfer.runtime.llm.generate import GenerationRequest
 from turboinfer.serve.openai.interleave import Interleaved
 from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.run import llm_serving

@@ -19,7 +19,7 @@ import pytest
 from tests.serve.conftest import metric, running
 from tests.serve.test_openai import CONFIG, LIMITS, MODEL, call, chat, sse, wait_for, wait_healthy
 from turboinfer.bench.openai_corpus import OpenAiProbe, mutations, named_cases
-from turboinfer.runtime.generate import GenerationRequest, Sampling
+from turboinfer.runtime.llm.generate import GenerationRequest, Sampling
 from turboinfer.serve.app import Server
 from turboinfer.serve.openai.scheduler import Ticket
 from turboinfer.serve.run import llm_serving

@@ -15,7 +15,7 @@ from tests.serve.conftest import running
 from tests.serve.test_openai import CONFIG, LIMITS, wait_healthy
 from turboinfer.core.errors import InvalidInput
 from turboinfer.llm.variant import GeneratorVariant, open_generator
-from turboinfer.runtime.generate import GenerationRequest
+from turboinfer.runtime.llm.generate import GenerationRequest
 from turboinfer.serve.app import Server
 from turboinfer.serve.run import llm_serving
 

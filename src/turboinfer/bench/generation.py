@@ -10,7 +10,7 @@ import numpy as np
 from turboinfer.llm.prose import Prose
 from turboinfer.llm.speed import GenBench, GenBenchConfig, one_round
 from turboinfer.measure.stats import PairedRatio, paired_ratio_ci
-from turboinfer.runtime.generate import Generator
+from turboinfer.runtime.llm.generate import Generator
 
 
 def ab_generators(

@@ -193,7 +193,7 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{name}-") as tmp:
         if kind == "gguf":
-            from turboinfer.runtime.transformers import export_safetensors
+            from turboinfer.runtime.llm.transformers import export_safetensors
 
             export_safetensors(path, Path(tmp) / "hf")
         hf = final / "hf" if kind == "gguf" else path
@@ -263,7 +263,7 @@ def ort_genai_model(card: LlmCard, precision: str) -> Path:
         card.folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=card.folder, prefix=".ort-genai-") as tmp:
             hf = str(card.hf_folder)
-            command = [sys.executable, "-m", "turboinfer.runtime.ort_genai_build", "-m", hf, "-i", hf, "-o", tmp,
+            command = [sys.executable, "-m", "turboinfer.runtime.llm.ort_genai_build", "-m", hf, "-i", hf, "-o", tmp,
                        "-p", precision, "-e", "cpu", "-c", str(Path(tmp) / "cache")]  # fmt: skip
             start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True, timeout=1800)

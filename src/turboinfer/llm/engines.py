@@ -102,8 +102,8 @@ def open_openvino_ir(card: LlmCard, variant: GeneratorVariant, shape: ServeShape
 
 def openvino_pipeline(model: Path, card: LlmCard, variant: GeneratorVariant, shape: ServeShape | None) -> Any:
     """OpenVINO GenAI's pipeline on a GGUF or IR folder: one stream's defaults, or sized as a server asks."""
-    from turboinfer.runtime.generate import KV_VALUE_BYTES
-    from turboinfer.runtime.openvino_genai import EngineConfig, OpenVinoGenAiGenerator
+    from turboinfer.runtime.llm.generate import KV_VALUE_BYTES
+    from turboinfer.runtime.llm.openvino_genai import EngineConfig, OpenVinoGenAiGenerator
 
     config = EngineConfig(threads=variant.threads, kv_precision=variant.kv_cache, prompt_lookup=variant.prompt_lookup)
     if shape is not None:
@@ -143,7 +143,7 @@ def search_openvino_ir(card: LlmCard, search: Search) -> list[dict[str, Any]]:
 
 def open_ort(card: LlmCard, variant: GeneratorVariant, shape: ServeShape | None) -> Any:
     """ONNX Runtime GenAI on the model its builder wrote at the variant's precision."""
-    from turboinfer.runtime.ort_genai import OrtGenAiGenerator
+    from turboinfer.runtime.llm.ort_genai import OrtGenAiGenerator
 
     return OrtGenAiGenerator(ort_genai_model(card, variant.weights), variant.threads)
 
@@ -158,7 +158,7 @@ def search_ort(card: LlmCard, search: Search) -> list[dict[str, Any]]:
 
 def open_llamacpp(card: LlmCard, variant: GeneratorVariant, shape: ServeShape | None) -> Any:
     """llama.cpp on the GGUF as shipped (a folder: the Q8_0 GGUF llama.cpp's converter writes of it)."""
-    from turboinfer.runtime.llamacpp import LlamaCppConfig, LlamaCppGenerator
+    from turboinfer.runtime.llm.llamacpp import LlamaCppConfig, LlamaCppGenerator
 
     gguf = card.gguf if card.gguf is not None else openvino_gguf(card, REQUANTIZED)
     streams, tokens = (shape.streams, shape.kv_tokens) if shape else (PROFILE_STREAMS, min(card.context, 16384))
@@ -179,7 +179,7 @@ def search_llamacpp(card: LlmCard, search: Search) -> list[dict[str, Any]]:
 
 def open_transformers(card: LlmCard, variant: GeneratorVariant, shape: ServeShape | None) -> Any:
     """The oracle: transformers in FP32 on the de-quantized weights."""
-    from turboinfer.runtime.transformers import TransformersGenerator
+    from turboinfer.runtime.llm.transformers import TransformersGenerator
 
     return TransformersGenerator(card.hf_folder, variant.threads, variant.use_cache)
 

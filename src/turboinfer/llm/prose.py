@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from turboinfer.core.errors import InvalidInput
 from turboinfer.measure.sentences import real_sentences
-from turboinfer.runtime.generate import Generator
+from turboinfer.runtime.llm.generate import Generator
 
 
 class Prose:

@@ -14,7 +14,7 @@ import numpy as np
 from turboinfer.core.errors import InvalidInput
 from turboinfer.llm.prose import Prose
 from turboinfer.measure.stats import bootstrap_ci
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, Generator
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, Generator
 
 
 @dataclass(frozen=True)

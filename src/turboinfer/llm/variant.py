@@ -112,7 +112,7 @@ def open_generator(variant: GeneratorVariant, settings: Settings, shape: ServeSh
 def with_overrides(generator: Any, card: LlmCard) -> Any:
     """The generator with the model's overrides: its chat template (or a clear refusal when the model has none),
     extra stop tokens, a capped context."""
-    from turboinfer.runtime.chat import ChatTemplate, NoChatTemplate
+    from turboinfer.runtime.llm.chat import ChatTemplate, NoChatTemplate
 
     fixes = card.overrides
     if fixes.chat_template:

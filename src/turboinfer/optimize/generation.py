@@ -36,7 +36,7 @@ from turboinfer.llm.speed import (
 )
 from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
-from turboinfer.runtime.generate import GenerationRequest
+from turboinfer.runtime.llm.generate import GenerationRequest
 
 Progress = Callable[[str], None]
 OBJECTIVES = ("latency", "throughput", "grounded")

@@ -21,7 +21,7 @@ from turboinfer.llm.prose import Prose
 from turboinfer.llm.speed import concurrent_run
 from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.profile.diagnose import Recommendation
-from turboinfer.runtime.generate import KV_VALUE_BYTES, GenerationRequest, check_kv_capacity
+from turboinfer.runtime.llm.generate import KV_VALUE_BYTES, GenerationRequest, check_kv_capacity
 from turboinfer.runtime.microbench import gemm_throughput
 
 Progress = Callable[[str], None]

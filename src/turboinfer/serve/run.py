@@ -18,7 +18,7 @@ from turboinfer.llm.card import build_llm
 from turboinfer.llm.engines import ServeShape, engine_entry
 from turboinfer.llm.overrides import overrides_path
 from turboinfer.llm.variant import parse_generator
-from turboinfer.runtime.generate import KV_VALUE_BYTES, check_kv_capacity
+from turboinfer.runtime.llm.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.serve.app import ServeConfig, Server, check_servable
 from turboinfer.serve.openai.engine_process import EngineSpec, ProcessEngine
 from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from turboinfer.core.errors import TurboinferError
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText
 
 START_TIMEOUT_S = 300.0
 CALL_TIMEOUT_S = 120.0

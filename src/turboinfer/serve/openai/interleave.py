@@ -9,7 +9,7 @@ import itertools
 import time
 from typing import Any
 
-from turboinfer.runtime.generate import Decoding, GenerationRequest, GenerationResult, OnText, prompt_ids
+from turboinfer.runtime.llm.generate import Decoding, GenerationRequest, GenerationResult, OnText, prompt_ids
 
 
 class Interleaved:

@@ -28,7 +28,7 @@ import itertools
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from turboinfer.runtime.generate import GenerationResult
+from turboinfer.runtime.llm.generate import GenerationResult
 
 TIME_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 60.0)
 TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.runtime.generate import GenerationRequest, Sampling, check_stops
+from turboinfer.runtime.llm.generate import GenerationRequest, Sampling, check_stops
 from turboinfer.serve.schema import Fields, json_type
 
 ROLES = ("system", "developer", "user", "assistant")
@@ -213,7 +213,7 @@ def prompt_of(body: Fields, limits: ModelLimits) -> str | tuple[int, ...]:
 
 
 def stops_of(body: Fields) -> tuple[str, ...]:
-    """stop: a string or an array of strings (the rule is runtime.generate.check_stops)."""
+    """stop: a string or an array of strings (the rule is runtime.llm.generate.check_stops)."""
     value = body.value.get("stop")
     if value is None:
         return ()

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from turboinfer.core.errors import ModelNotFound
-from turboinfer.runtime.generate import GenerationResult
+from turboinfer.runtime.llm.generate import GenerationResult
 from turboinfer.serve.http import (
     ClientGone,
     classify,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from turboinfer.core.errors import InvalidInput, TurboinferError
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText
 from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
 from turboinfer.serve.openai.admission import FirstTokenForecast
 from turboinfer.serve.openai.engine_process import EngineGone

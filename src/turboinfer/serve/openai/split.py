@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult
 from turboinfer.serve.errors import QueueFull
 from turboinfer.serve.openai.scheduler import GenerationScheduler, Ticket
 from turboinfer.serve.split_config import SplitConfig

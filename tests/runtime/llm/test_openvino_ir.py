@@ -11,7 +11,7 @@ from turboinfer.core.errors import InvalidModel
 from turboinfer.llm import ir_export
 from turboinfer.llm.card import build_llm
 from turboinfer.llm.variant import GeneratorVariant, open_generator
-from turboinfer.runtime.generate import GenerationRequest
+from turboinfer.runtime.llm.generate import GenerationRequest
 
 PROMPTS = ("The standard library's documentation says that", "Files", "A module of the standard library reads")
 

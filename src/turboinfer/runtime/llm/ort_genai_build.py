@@ -1,4 +1,4 @@
-"""ONNX Runtime GenAI's model builder, run as `python -m turboinfer.runtime.ort_genai_build ARGS` (the builder's own
+"""ONNX Runtime GenAI's model builder, run as `python -m turboinfer.runtime.llm.ort_genai_build ARGS` (the builder's own
 arguments). Two adaptations of the config it reads, in this child process only, nothing else changed:
 - transformers 5 reads a Gemma 3 config's RoPE as one entry per attention type (`rope_parameters:
   {"full_attention": …, "sliding_attention": …}`), while the builder (0.18) expects the flat form it had before

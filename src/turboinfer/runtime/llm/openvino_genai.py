@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
-from turboinfer.runtime.batching import BatchEngine
-from turboinfer.runtime.generate import (
+from turboinfer.runtime.llm.batching import BatchEngine
+from turboinfer.runtime.llm.generate import (
     FinishReason,
     GenerationRequest,
     GenerationResult,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText, decode
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText, decode
 from turboinfer.runtime.torch import import_torch
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText
 
 
 class BatchEngine(ABC):

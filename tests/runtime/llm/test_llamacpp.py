@@ -14,7 +14,7 @@ from turboinfer.llm.engines import engine_entry
 from turboinfer.llm.variant import GeneratorVariant, open_generator, parse_generator
 from turboinfer.measure.fidelity import common_prefix, path_agreement
 from turboinfer.measure.sentences import real_sentences
-from turboinfer.runtime.generate import GenerationRequest, Sampling
+from turboinfer.runtime.llm.generate import GenerationRequest, Sampling
 
 PROMPT = "The standard library's documentation says that"
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.runtime.generate import (
+from turboinfer.runtime.llm.generate import (
     GenerationRequest,
     Sampler,
     Sampling,

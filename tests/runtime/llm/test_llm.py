@@ -13,7 +13,7 @@ from turboinfer.llm.source import read_gguf
 from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.measure.fidelity import common_prefix, next_token_metrics, path_agreement
 from turboinfer.measure.sentences import real_sentences
-from turboinfer.runtime.generate import GenerationRequest, Sampling
+from turboinfer.runtime.llm.generate import GenerationRequest, Sampling
 
 PROMPT = "The standard library's documentation says that"
 

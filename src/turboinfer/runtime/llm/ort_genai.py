@@ -14,7 +14,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from turboinfer.core.errors import InvalidModel, MissingExtra
-from turboinfer.runtime.generate import GenerationRequest, GenerationResult, OnText, decode
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText, decode
 
 
 def import_ort_genai() -> Any:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from turboinfer.core.errors import InvalidInput, InvalidModel, TurboinferError, optional_import
-from turboinfer.runtime.batching import BatchEngine
-from turboinfer.runtime.generate import (
+from turboinfer.runtime.llm.batching import BatchEngine
+from turboinfer.runtime.llm.generate import (
     FinishReason,
     GenerationRequest,
     GenerationResult,

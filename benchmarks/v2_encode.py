@@ -12,7 +12,7 @@ import numpy as np
 
 from turboinfer.measure.stats import paired_ratio_ci
 from turboinfer.measure.timer import interleave
-from turboinfer.serve.v2 import InferRequest, encode_response
+from turboinfer.serve.v2.codec import InferRequest, encode_response
 
 
 def main() -> None:

@@ -114,10 +114,10 @@ def test_a_folded_variant_serves_photos_with_the_same_answer(effnet, effnet_cont
     from turboinfer.models.variant import Variant, parse_variant, save_variant
     from turboinfer.optimize.passes import make_pass
     from turboinfer.optimize.passes.base import apply_pass
-    from turboinfer.serve.app import ServeConfig
-    from turboinfer.serve.batcher import BatcherConfig
-    from turboinfer.serve.repository import ModelServing
+    from turboinfer.serve.config import ServeConfig
     from turboinfer.serve.run import build_server
+    from turboinfer.serve.v2.batcher import BatcherConfig
+    from turboinfer.serve.v2.repository import ModelServing
 
     folded = apply_pass(make_pass("fold-normalize"), effnet, effnet_context)
     path = save_variant(Variant(folded, "ort", TWO), tmp_path / "folded.variant.json")

@@ -11,10 +11,10 @@ import pytest
 import uvicorn
 
 from turboinfer.models.variant import parse_variant
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import ModelServing
 
 TEST_LIMIT = 6 * 2**20  # 6 MiB body limit (a JSON 1x3x224x224 tensor is ~3 MB), to test 413 at the boundary
 
@@ -32,7 +32,7 @@ def running(server, app=None) -> Iterator[str]:
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
-    while not (runner.started and server.ready):
+    while not (runner.started and server.loaded):
         assert time.monotonic() < deadline, "server did not become ready"
         assert thread.is_alive(), "server thread died"
         time.sleep(0.02)

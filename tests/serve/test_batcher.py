@@ -5,13 +5,13 @@ import time
 
 import pytest
 
-from turboinfer.serve.batcher import (
+from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.v2.batcher import (
     Batcher,
     BatcherConfig,
     BatchReport,
     Pending,
 )
-from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
 
 
 def run(coro):

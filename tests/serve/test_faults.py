@@ -25,10 +25,10 @@ from tests.serve.test_app import call
 from tests.serve.test_lifecycle import free_port, wait_ready
 from turboinfer.models.variant import parse_variant
 from turboinfer.runtime.session import Session
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import ModelServing
 
 
 def save(path: Path, nodes: list, inputs: list, outputs: list, initializers: list) -> Path:
@@ -67,8 +67,9 @@ def serve(path: Path, settings, batching: BatcherConfig, wrap=None, **config):
     variant = parse_variant(str(path), settings)
     server = build_server([ModelServing(variant, batching)], ServeConfig(batching, **config))
     if wrap is not None:
-        card, session = server._sources[variant.card.name]
-        server._sources[variant.card.name] = (card, wrap(session))
+        v2 = server.frontends["v2"]
+        card, session = v2._sources[variant.card.name]
+        v2._sources[variant.card.name] = (card, wrap(session))
     return server
 
 
@@ -145,12 +146,12 @@ def test_a_client_that_leaves_before_its_batch_runs_is_skipped(tmp_path, setting
         url = f"{base}/v2/models/slow/infer"
         first = pool.submit(call, url, busy + np.ones((rows, 1024), np.float32).tobytes(),
                             {"Inference-Header-Content-Length": str(len(busy))})  # fmt: skip
-        wait_for(lambda: server.models["slow"].batcher.computing == 1)  # the first holds the worker now
+        wait_for(lambda: server.frontends["v2"].models["slow"].batcher.computing == 1)  # the first holds the worker now
         host, port = base.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port))) as sock:
             sock.sendall(f"POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {len(one)}\r\n\r\n"
                          f"{one}".encode())  # fmt: skip
-            wait_for(lambda: server.models["slow"].batcher.depth == 1)
+            wait_for(lambda: server.frontends["v2"].models["slow"].batcher.depth == 1)
         assert first.result(60)[0] == 200
         wait_for(lambda: "cancelled" in call(f"{base}/metrics")[2].decode())
         text = call(f"{base}/metrics")[2].decode()

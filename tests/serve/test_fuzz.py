@@ -16,10 +16,10 @@ from tests.serve.test_app import call
 from turboinfer.bench.corpus import INPUT_FIELDS, MISSING, TOP_FIELDS, binary_probe, jpeg_mutation, mutated, v2_body
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import parse_variant
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import ModelServing
 
 MODELS = ("efficientnet-lite0", "minilm-l6")
 JSON = st.recursive(

@@ -23,9 +23,9 @@ import pytest
 
 from tests.serve.conftest import metric, running
 from tests.serve.test_lifecycle import free_port
-from turboinfer.serve.app import ServeConfig, Server
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.openai.scheduler import SchedulerConfig
-from turboinfer.serve.run import llm_serving
+from turboinfer.serve.run import OpenAiModels, compose, llm_serving
 
 MODEL = "smollm2-135m"
 LIMITS = SchedulerConfig(max_running=4, queue_size=4, max_new_tokens=1024)
@@ -85,7 +85,7 @@ def wait_healthy(base: str) -> None:
 def llm(settings):
     """(base URL, Server) of a running LLM server: 4 streams, a 4-request queue, 2 threads."""
     serving = llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25)
-    server = Server({}, CONFIG, generators={MODEL: (serving.engine, serving.scheduler)})
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (serving.engine, serving.scheduler)}))
     with running(server) as base:
         wait_healthy(base)
         yield base, server
@@ -147,7 +147,7 @@ def test_seeded_sampling_repeats(llm):
 
 def test_a_client_that_disconnects_mid_stream_frees_its_slot_and_disturbs_no_other(llm):
     base, server = llm
-    scheduler = server.llm.schedulers[MODEL]
+    scheduler = server.frontends["openai"].schedulers[MODEL]
     other = chat(max_tokens=40, ignore_eos=True, stream=True, stream_options={"include_usage": True})
     with sse(base, "/v1/chat/completions", other) as survivor:
         next(survivor)
@@ -300,7 +300,7 @@ def spare(settings) -> Faulty:
 
 def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
     spare.gate.clear()  # the warm-up generation cannot finish: still loading
-    server = Server({}, CONFIG, generators={MODEL: (spare, LIMITS)})
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, LIMITS)}))
     with running(server) as base:
         status, _, health = call(f"{base}/health")
         assert status == 503 and health["models"][MODEL]["state"] == "loading"
@@ -323,10 +323,10 @@ def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
 
 def test_a_full_queue_is_refused_at_once_with_retry_after(spare, settings):
     limits = SchedulerConfig(max_running=1, queue_size=1, max_new_tokens=1024)
-    server = Server({}, CONFIG, generators={MODEL: (spare, limits)})
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, limits)}))
     with running(server) as base:
         wait_healthy(base)
-        scheduler = server.llm.schedulers[MODEL]
+        scheduler = server.frontends["openai"].schedulers[MODEL]
         with sse(base, "/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True, stream=True)) as lines:
             next(lines)
             waiting = threading.Thread(target=call, args=(f"{base}/v1/chat/completions", chat(max_tokens=2)))
@@ -345,10 +345,10 @@ def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spar
     speed), a third prompt in line would get its first token after ~600 ms: refused at once; the two before it are
     answered. Every stream busy means a wait of a whole generation: refused too."""
     limits = SchedulerConfig(max_running=4, queue_size=4, max_new_tokens=1024, ttft_target_s=0.5)
-    server = Server({}, CONFIG, generators={MODEL: (spare, limits)})
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, limits)}))
     with running(server) as base:
         wait_healthy(base)
-        scheduler = server.llm.schedulers[MODEL]
+        scheduler = server.frontends["openai"].schedulers[MODEL]
         assert call(f"{base}/v1/chat/completions", chat(max_tokens=2))[0] == 200
         assert scheduler.forecast.prefill_s > 0  # learned from that request's first token
         scheduler.forecast.prefill_s = 0.2
@@ -371,7 +371,7 @@ def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spar
     assert "about 600 ms" in answer["error"]["message"] and "500 ms TTFT target" in answer["error"]["message"]
     assert answers == [200, 200]
     busy = SchedulerConfig(max_running=1, queue_size=4, max_new_tokens=1024, ttft_target_s=0.5)
-    server = Server({}, CONFIG, generators={MODEL: (spare, busy)})
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, busy)}))
     with running(server) as base:
         wait_healthy(base)
         with sse(base, "/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True, stream=True)) as lines:
@@ -453,8 +453,7 @@ def test_a_shadow_measures_greedy_agreement_and_a_canary_takes_its_share(spare, 
     from turboinfer.serve.split_config import SplitConfig
 
     split = SplitConfig(mode, share=1.0)
-    server = Server({}, CONFIG, generators={MODEL: (spare, LIMITS)}, generator_splits={MODEL: (ort_int8, LIMITS,
-                                                                                               split)})  # fmt: skip
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, LIMITS)}, {MODEL: (ort_int8, LIMITS, split)}))
     with running(server) as base:
         wait_healthy(base)
         for prompt in ("1, 2, 3, 4,", "a, b, c, d,", "Monday, Tuesday,"):

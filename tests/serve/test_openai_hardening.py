@@ -20,9 +20,8 @@ from tests.serve.conftest import metric, running
 from tests.serve.test_openai import CONFIG, LIMITS, MODEL, call, chat, sse, wait_for, wait_healthy
 from turboinfer.bench.openai_corpus import OpenAiProbe, mutations, named_cases
 from turboinfer.runtime.llm.generate import GenerationRequest, Sampling
-from turboinfer.serve.app import Server
 from turboinfer.serve.openai.scheduler import Ticket
-from turboinfer.serve.run import llm_serving
+from turboinfer.serve.run import OpenAiModels, compose, llm_serving
 
 ROUTES = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
@@ -31,7 +30,7 @@ ROUTES = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 def hardened(settings):
     """(base URL, Server, engine) of a running LLM server."""
     serving = llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25)
-    server = Server({}, CONFIG, generators={MODEL: (serving.engine, serving.scheduler)})
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (serving.engine, serving.scheduler)}))
     with running(server) as base:
         wait_healthy(base)
         yield base, server, serving.engine
@@ -80,7 +79,7 @@ def test_every_field_at_odd_values_is_never_a_5xx(hardened):
 def test_disconnects_and_truncated_requests_leave_the_server_serving(hardened):
     base, server = hardened[:2]
     host, port = base.removeprefix("http://").split(":")
-    scheduler = server.llm.schedulers[MODEL]
+    scheduler = server.frontends["openai"].schedulers[MODEL]
     for read in (0, 1, 3):  # gone before the first event, after the role chunk, after some text
         with sse(base, "/v1/chat/completions", chat(max_tokens=500, ignore_eos=True, stream=True)) as lines:
             for _ in range(read):
@@ -102,7 +101,7 @@ def test_a_request_that_raises_inside_the_engine_fails_alone(hardened):
     OpenVINO GenAI raises a TypeError in the engine's process; that request fails, the engine keeps serving (no
     restart)."""
     base, server = hardened[:2]
-    scheduler = server.llm.schedulers[MODEL]
+    scheduler = server.frontends["openai"].schedulers[MODEL]
     restarts = scheduler.metrics.engine_restarts.labels(MODEL)._value.get()
 
     async def poisoned() -> BaseException:
@@ -138,7 +137,7 @@ def test_an_engine_killed_mid_stream_fails_its_streams_restarts_and_serves_again
 
 def test_an_engine_that_dies_idle_is_found_by_the_heartbeat_and_one_that_hangs_is_killed(hardened):
     base, server, engine = hardened
-    scheduler = server.llm.schedulers[MODEL]
+    scheduler = server.frontends["openai"].schedulers[MODEL]
     os.kill(engine.pid, signal.SIGKILL)  # nothing running: the idle ping finds it
     wait_for(lambda: scheduler.state != "ready", 10)
     wait_healthy(base)

@@ -10,10 +10,10 @@ from tests.serve.conftest import metric, running
 from tests.serve.test_app import call
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import parse_variant
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import ModelServing
 
 BURST = 24
 
@@ -43,7 +43,7 @@ def test_a_full_queue_refuses_before_reading_the_body(effnet, settings):
     photo = all_photos(settings)[0].read_bytes()
     with running(server) as base:
         host, port = base.removeprefix("http://").split(":")
-        model = server.models["efficientnet-lite0"]
+        model = server.frontends["v2"].models["efficientnet-lite0"]
         model.admitted = 1  # one request being decoded fills the queue
         with socket.create_connection((host, int(port)), timeout=3) as sock:  # < body timeout: no waiting for it
             head = (f"POST /v1/models/efficientnet-lite0/image HTTP/1.1\r\nHost: {host}\r\n"

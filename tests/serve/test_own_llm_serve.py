@@ -16,8 +16,7 @@ from tests.serve.test_openai import CONFIG, LIMITS, wait_healthy
 from turboinfer.core.errors import InvalidInput
 from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.runtime.llm.generate import GenerationRequest
-from turboinfer.serve.app import Server
-from turboinfer.serve.run import llm_serving
+from turboinfer.serve.run import OpenAiModels, compose, llm_serving
 
 PROMPT = "The standard library's documentation says that"
 
@@ -31,7 +30,7 @@ def test_the_openai_client_chats_with_a_users_model(own_llms, settings, family, 
     path = str(own_llms.gguf(family, "q4_0") if gguf else own_llms.folder(family))
     serving = llm_serving(f"{path}@{engine}", settings, LIMITS, threads=2, cache_gb=0.25)
     assert serving.facts.startswith(family) and serving.name == (f"{family}.q4_0" if gguf else family)
-    server = Server({}, CONFIG, generators={serving.name: (serving.engine, serving.scheduler)})
+    server = compose(CONFIG, openai=OpenAiModels({serving.name: (serving.engine, serving.scheduler)}))
     with running(server) as base:
         wait_healthy(base)
         client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)
@@ -50,7 +49,7 @@ def test_a_model_without_a_chat_template_answers_chats_with_a_400(own_llms, sett
     shutil.copytree(own_llms.folder("gemma3"), folder)
     (folder / "chat_template.jinja").unlink(missing_ok=True)
     serving = llm_serving(str(folder), settings, LIMITS, threads=2)
-    server = Server({}, CONFIG, generators={serving.name: (serving.engine, serving.scheduler)})
+    server = compose(CONFIG, openai=OpenAiModels({serving.name: (serving.engine, serving.scheduler)}))
     with running(server) as base:
         wait_healthy(base)
         client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused", max_retries=0)

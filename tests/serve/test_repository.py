@@ -9,10 +9,10 @@ import pytest
 from tests.serve.conftest import running
 from tests.serve.test_app import call
 from turboinfer.core.errors import InvalidInput, ModelNotFound
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import read_config, repository
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import read_config, repository
 
 
 @pytest.fixture()
@@ -36,7 +36,7 @@ def test_repository_with_per_model_config_serves(repo, settings):
     server = build_server(served, ServeConfig())
     with running(server) as base:
         assert call(f"{base}/v2/models/efficientnet-lite0/ready")[0] == 200
-    assert server.batching["efficientnet-lite0"].max_batch == 2
+    assert server.frontends["v2"].batching["efficientnet-lite0"].max_batch == 2
 
 
 def test_bad_configs_and_folders_are_clear_errors(repo, settings, tmp_path):

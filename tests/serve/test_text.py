@@ -16,11 +16,11 @@ from turboinfer.measure.sentences import real_sentences
 from turboinfer.models.preprocess import TextTokenizer
 from turboinfer.models.variant import parse_variant
 from turboinfer.runtime.session import open_session
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.padding import SequencePadding, sequence_padding
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.padding import SequencePadding, sequence_padding
+from turboinfer.serve.v2.repository import ModelServing
 
 
 def token_requests(minilm, count: int) -> list[dict[str, np.ndarray]]:

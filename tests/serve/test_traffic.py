@@ -15,12 +15,12 @@ from tests.serve.test_app import call
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.labels import CAT_CLASSES
 from turboinfer.models.variant import parse_variant
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server
 from turboinfer.serve.split_config import SplitConfig
-from turboinfer.serve.traffic import agreement
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import ModelServing
+from turboinfer.serve.v2.traffic import agreement
 
 
 @pytest.fixture(scope="module")

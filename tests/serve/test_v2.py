@@ -8,7 +8,7 @@ import pytest
 
 from turboinfer.core.errors import InvalidInput
 from turboinfer.core.types import TensorSpec
-from turboinfer.serve.v2 import InferRequest, decode_request, encode_response
+from turboinfer.serve.v2.codec import InferRequest, decode_request, encode_response
 
 
 def test_json_outputs_are_valid_json_with_the_tensor_values():

@@ -5,7 +5,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from turboinfer.runtime.session import open_session
-from turboinfer.serve.worker import ModelWorker
+from turboinfer.serve.v2.worker import ModelWorker
 
 
 def fixed_batch_model(path, batch: int):

@@ -29,8 +29,8 @@ from turboinfer.optimize.run import OptimizeResult
 from turboinfer.profile.machine import ProbeReport
 from turboinfer.profile.run import ProfileReport
 from turboinfer.report.html import ms
-from turboinfer.serve.repository import ModelServing
 from turboinfer.serve.run import LlmServing
+from turboinfer.serve.v2.repository import ModelServing
 
 console = Console()
 errors = Console(stderr=True)

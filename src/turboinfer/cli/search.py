@@ -29,9 +29,9 @@ from turboinfer.core.errors import InvalidInput
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import VARIANT_SUFFIX, parse_variant
 from turboinfer.report.html import case_study_html
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import run_app
+from turboinfer.serve.v2.batcher import BatcherConfig
 
 search = typer.Typer(no_args_is_help=True, help="Image search on turboinfer: index a gallery, query it, serve it.")
 ModelOption = Annotated[

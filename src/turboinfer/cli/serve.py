@@ -20,12 +20,12 @@ from turboinfer.cli.options import (
 )
 from turboinfer.llm.variant import is_llm
 from turboinfer.models.variant import parse_variant
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.openai.scheduler import SchedulerConfig
-from turboinfer.serve.repository import model_serving, read_config, repository
 from turboinfer.serve.run import build_server, llm_serving, run_app
 from turboinfer.serve.split_config import SplitConfig
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import model_serving, read_config, repository
 
 
 def serve(

@@ -1,4 +1,4 @@
-"""What can happen to an accepted or refused request in either front-end, before any model sees it: mapped to
+"""What can happen to an accepted or refused request in either front-end, apart from its own fault: mapped to
 statuses by serve/http.py."""
 
 from __future__ import annotations
@@ -16,3 +16,11 @@ class DeadlineExceeded(TurboinferError):
 
 class ShuttingDown(TurboinferError):
     """The server stopped accepting requests (503)."""
+
+
+class EngineStopped(TurboinferError):
+    """An engine loop has died; requests are refused (503) until the process is restarted."""
+
+
+class EngineFailed(TurboinferError):
+    """The engine failed while a request was in it; the request is lost, the engine restarts (503: retry)."""

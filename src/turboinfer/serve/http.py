@@ -11,9 +11,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from turboinfer.core.errors import InvalidInput, ModelNotFound, TurboinferError
-from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.errors import DeadlineExceeded, EngineFailed, EngineStopped, QueueFull, ShuttingDown
 from turboinfer.serve.logs import ERRORS
-from turboinfer.serve.openai.scheduler import EngineFailed, EngineStopped
 
 T = TypeVar("T")
 

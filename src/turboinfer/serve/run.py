@@ -5,9 +5,10 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import uvicorn
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 
 from turboinfer.core.card import ModelCard, file_sha256
@@ -19,11 +20,16 @@ from turboinfer.llm.engines import ServeShape, engine_entry
 from turboinfer.llm.overrides import overrides_path
 from turboinfer.llm.variant import parse_generator
 from turboinfer.runtime.llm.generate import KV_VALUE_BYTES, check_kv_capacity
-from turboinfer.serve.app import ServeConfig, Server, check_servable
+from turboinfer.runtime.session import Session
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.openai.engine_process import EngineSpec, ProcessEngine
+from turboinfer.serve.openai.routes import OpenAiRoutes
 from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
-from turboinfer.serve.repository import ModelServing
+from turboinfer.serve.server import FrontEnd, Server
 from turboinfer.serve.split_config import SplitConfig
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.repository import ModelServing
+from turboinfer.serve.v2.routes import V2Routes, check_servable
 
 DRAIN_TIMEOUT_S = 25
 """Graceful-shutdown budget: under Kubernetes' default 30 s termination grace period."""
@@ -41,7 +47,7 @@ class DrainingServer(uvicorn.Server):
 
     def stop_on_signal(self, sig: int, frame: object) -> None:
         """Readiness false at once (load balancers stop sending), then uvicorn's graceful exit."""
-        self.app_server.ready = False
+        self.app_server.loaded = False
         self.handle_exit(sig, None)
 
     @contextmanager
@@ -132,7 +138,36 @@ def build_server(served: list[ModelServing], config: ServeConfig, llms: list[Llm
     generators = {llm.name: (llm.engine, llm.scheduler) for llm in llms or []}
     generator_splits = {llm.name: (llm.second.engine, llm.second.scheduler, llm.split) for llm in llms or []
                         if llm.second is not None and llm.split is not None}  # fmt: skip
-    return Server(models, config, splits, batching, generators, generator_splits)
+    return compose(config, V2Models(models, splits, batching), OpenAiModels(generators, generator_splits))
+
+
+@dataclass(frozen=True)
+class V2Models:
+    """The tensor models a server serves over KServe V2: sessions, second variants, per-model batching."""
+
+    models: dict[str, tuple[ModelCard, Session]] = field(default_factory=dict)
+    splits: dict[str, tuple[ModelCard, Session, SplitConfig]] = field(default_factory=dict)
+    batching: dict[str, BatcherConfig] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpenAiModels:
+    """The LLMs a server serves over the OpenAI API: engines with their scheduler limits, second variants."""
+
+    engines: dict[str, tuple[Engine, SchedulerConfig]] = field(default_factory=dict)
+    splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] = field(default_factory=dict)
+
+
+def compose(config: ServeConfig, v2: V2Models | None = None, openai: OpenAiModels | None = None) -> Server:
+    """One server with the front-ends that have models: KServe V2 for tensor models, OpenAI for LLMs (both under
+    one metrics registry)."""
+    registry = CollectorRegistry()
+    frontends: list[FrontEnd] = []
+    if v2 is not None and v2.models:
+        frontends.append(V2Routes(v2.models, config, registry, v2.splits, v2.batching))
+    if openai is not None and openai.engines:
+        frontends.append(OpenAiRoutes(openai.engines, registry, config, openai.splits))
+    return Server(frontends, registry)
 
 
 def run_app(server: Server, app: Starlette, host: str = "127.0.0.1", port: int = 8000) -> None:

@@ -1,5 +1,5 @@
 """How a model's traffic is shared with a second variant: the configuration both front-ends' splits read (V2:
-serve/traffic.py; OpenAI: serve/openai/split.py)."""
+serve/v2/traffic.py; OpenAI: serve/openai/split.py)."""
 
 from __future__ import annotations
 

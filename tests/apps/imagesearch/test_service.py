@@ -17,8 +17,8 @@ from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_i
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.variant import parse_variant
-from turboinfer.serve.app import ServeConfig
-from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.config import ServeConfig
+from turboinfer.serve.v2.batcher import BatcherConfig
 
 
 def call(url: str, body: bytes | None = None) -> tuple[int, bytes, str]:

@@ -23,9 +23,13 @@ from turboinfer.apps.imagesearch.shards import import_faiss
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.preprocess import image_tensor
 from turboinfer.models.variant import Variant
-from turboinfer.serve.app import Call, ServeConfig, Server, check_servable
-from turboinfer.serve.batcher import BatcherConfig
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.http import error
+from turboinfer.serve.run import V2Models, compose
+from turboinfer.serve.server import Server
+from turboinfer.serve.v2.batcher import BatcherConfig
+from turboinfer.serve.v2.model import Call
+from turboinfer.serve.v2.routes import V2Routes, check_servable
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 THUMBNAIL_SIDE = 256
@@ -54,9 +58,9 @@ def thumbnail(path: Path, side: int = THUMBNAIL_SIDE) -> bytes:
 
 
 class SearchService:
-    """Search routes over a Server that serves the gallery's embedding model (see search_server)."""
+    """Search routes over the V2 front-end that serves the gallery's embedding model (see search_server)."""
 
-    def __init__(self, server: Server, gallery: GalleryIndex, variant: Variant, preprocess: str = "fast") -> None:
+    def __init__(self, server: V2Routes, gallery: GalleryIndex, variant: Variant, preprocess: str = "fast") -> None:
         if preprocess not in PREPROCESS_KINDS:
             raise InvalidInput(f"unknown preprocessing {preprocess!r}; choose one of {', '.join(PREPROCESS_KINDS)}")
         self.server, self.gallery, self.card = server, gallery, variant.card
@@ -133,5 +137,8 @@ def search_server(
     """A Server for the gallery's embedding model and the search service on top of it."""
     check_servable(variant.card)
     gallery.check_model(variant.card)
-    server = Server({variant.card.name: (variant.card, variant.open())}, config, batching={variant.card.name: batching})
-    return server, SearchService(server, gallery, variant, preprocess)
+    name = variant.card.name
+    server = compose(config, V2Models({name: (variant.card, variant.open())}, batching={name: batching}))
+    v2 = server.frontends["v2"]
+    assert isinstance(v2, V2Routes)
+    return server, SearchService(v2, gallery, variant, preprocess)

@@ -17,7 +17,7 @@ import orjson
 from prometheus_client import CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from turboinfer.core.errors import ModelNotFound
@@ -34,6 +34,7 @@ from turboinfer.serve.http import (
 )
 from turboinfer.serve.logs import access_info
 from turboinfer.serve.openai.metrics import GenerationMetrics
+from turboinfer.serve.openai.openapi import openai_paths
 from turboinfer.serve.openai.protocol import FIELDS, Completion, ModelLimits, model_of, parse_completion
 from turboinfer.serve.openai.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
 from turboinfer.serve.openai.split import GenerationSplit
@@ -97,6 +98,8 @@ class Limits(Protocol):
 class OpenAiRoutes:
     """The routes over the served generators (one scheduler per model name)."""
 
+    name = "openai"
+
     def __init__(self, engines: dict[str, tuple[Engine, SchedulerConfig]], registry: CollectorRegistry,
                  limits: Limits, splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] | None = None,
                  ) -> None:  # fmt: skip
@@ -110,7 +113,7 @@ class OpenAiRoutes:
         self.overload_status, self.retry_after_s = limits.overload_status, limits.retry_after_s
         self.created = int(time.time())
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[BaseRoute]:
         """The Starlette routes."""
 
         async def chat(request: Request) -> Response:
@@ -126,6 +129,15 @@ class OpenAiRoutes:
     def every_scheduler(self) -> list[GenerationScheduler]:
         """The served models' schedulers and their canaries' or shadows'."""
         return [*self.schedulers.values(), *(split.second for split in self.splits.values())]
+
+    async def load(self) -> None:
+        """Start every engine's scheduler (each warms its engine up in the background: ready() says when)."""
+        for scheduler in self.every_scheduler():
+            scheduler.start()
+
+    def paths(self) -> dict[str, Any]:
+        """Its part of the OpenAPI document."""
+        return openai_paths()
 
     def ready(self) -> bool:
         """Every engine warmed up and running."""

@@ -22,9 +22,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from turboinfer.core.errors import InvalidInput, TurboinferError
+from turboinfer.core.errors import InvalidInput
 from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText
-from turboinfer.serve.errors import DeadlineExceeded, QueueFull, ShuttingDown
+from turboinfer.serve.errors import DeadlineExceeded, EngineFailed, EngineStopped, QueueFull, ShuttingDown
 from turboinfer.serve.openai.admission import FirstTokenForecast
 from turboinfer.serve.openai.engine_process import EngineGone
 from turboinfer.serve.openai.metrics import GenerationMetrics
@@ -40,14 +40,6 @@ BACKOFF_S = (0.5, 30.0)
 MAX_FAILURES = 8
 """Engine failures in a row (no request finished in between) after which the engine is given up: dead, liveness
 red, so the orchestrator restarts the whole process."""
-
-
-class EngineStopped(TurboinferError):
-    """The engine loop has died; requests are refused (503) until the process is restarted."""
-
-
-class EngineFailed(TurboinferError):
-    """The engine failed while a request was in it; the request is lost, the engine restarts (503: retry)."""
 
 
 class Engine(Protocol):

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from turboinfer.serve.batcher import Batcher, Trace
-from turboinfer.serve.metrics import ServerMetrics
 from turboinfer.serve.split_config import SplitConfig
+from turboinfer.serve.v2.batcher import Batcher, Trace
+from turboinfer.serve.v2.metrics import ServerMetrics
 
 Tensors = dict[str, np.ndarray]
 

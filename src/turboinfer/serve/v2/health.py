@@ -9,7 +9,7 @@ import logging
 
 import numpy as np
 
-from turboinfer.serve.worker import ModelWorker
+from turboinfer.serve.v2.worker import ModelWorker
 
 log = logging.getLogger("turboinfer.serve")
 

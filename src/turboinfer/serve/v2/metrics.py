@@ -1,4 +1,4 @@
-"""Prometheus metrics of the server, in seconds, one registry per app (nothing global).
+"""Prometheus metrics of the V2 front-end, in seconds, on the server's registry (one per app, nothing global).
 
 Triton equivalents: turboinfer_inference_count_total ↔ nv_inference_count, turboinfer_execution_count_total ↔
 nv_inference_exec_count (their ratio is the mean batch size), turboinfer_queue_duration_seconds ↔
@@ -8,9 +8,9 @@ turboinfer_request_duration_seconds ↔ nv_inference_request_duration_us (histog
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from turboinfer.serve.batcher import BatchReport
+from turboinfer.serve.v2.batcher import BatchReport
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -20,9 +20,8 @@ COSINE_BUCKETS = (0.5, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999, 1.0)
 class ServerMetrics:
     """Every metric the server exports."""
 
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        r = self.registry
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
         self.requests = Counter(
             "turboinfer_requests", "Requests by model and outcome.", ["model", "outcome"], registry=r
         )
@@ -68,7 +67,3 @@ class ServerMetrics:
                 self.skipped.labels(model, reason).inc(count)
         if report.failed:
             self.engine_failures.labels(model).inc(report.failed)
-
-    def render(self) -> bytes:
-        """The Prometheus text exposition."""
-        return generate_latest(self.registry)

@@ -14,8 +14,8 @@ from turboinfer.core.card import CARD_SUFFIX
 from turboinfer.core.errors import InvalidInput, ModelNotFound
 from turboinfer.core.settings import Settings
 from turboinfer.models.variant import Variant, parse_variant
-from turboinfer.serve.batcher import BatcherConfig
 from turboinfer.serve.split_config import SplitConfig
+from turboinfer.serve.v2.batcher import BatcherConfig
 
 MODEL_KEYS = {"backend", "threads", "max_batch", "max_delay_ms", "queue", "instances", "preferred", "canary",
               "canary_share", "shadow", "seq_bucket"}  # fmt: skip

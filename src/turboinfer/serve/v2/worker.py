@@ -12,8 +12,8 @@ from itertools import pairwise
 import numpy as np
 
 from turboinfer.runtime.session import Session
-from turboinfer.serve.batcher import Pending
-from turboinfer.serve.padding import SequencePadding, exact_key
+from turboinfer.serve.v2.batcher import Pending
+from turboinfer.serve.v2.padding import SequencePadding, exact_key
 
 log = logging.getLogger("turboinfer.serve")
 

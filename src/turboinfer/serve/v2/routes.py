@@ -1,19 +1,18 @@
-"""The HTTP server: KServe V2 routes, an image route, health, metrics; errors mapped to status codes."""
+"""The KServe V2 front-end: model metadata and readiness, V2 inference (JSON or binary tensors) and the image
+route, each model behind a dynamic batcher (with a canary or shadow when asked). The shared frame of its inference
+routes: lookup, admission before the body is read, deadline and priority, answer, errors mapped in one place."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
+from prometheus_client import CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -21,21 +20,13 @@ from starlette.routing import BaseRoute, Route
 from turboinfer import __version__
 from turboinfer.core.card import ModelCard
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
-from turboinfer.core.types import V2_DATATYPES, ImagePreprocess
+from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.image_pipeline import ImagePipeline
 from turboinfer.models.inputs import index_limits, load_graph
 from turboinfer.models.postprocess import softmax_top5
 from turboinfer.models.variant import sample_feeds
 from turboinfer.runtime.session import Session
-from turboinfer.serve import v2
-from turboinfer.serve.batcher import (
-    Batcher,
-    BatcherConfig,
-    BatchReport,
-    Trace,
-)
-from turboinfer.serve.errors import QueueFull
-from turboinfer.serve.health import ModelHealth
+from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.http import (
     ClientGone,
     deadline_from,
@@ -45,121 +36,41 @@ from turboinfer.serve.http import (
     read_body,
     unless_disconnected,
 )
-from turboinfer.serve.logs import AccessLog, access_info
-from turboinfer.serve.metrics import ServerMetrics
-from turboinfer.serve.openai.routes import OpenAiRoutes
-from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
-from turboinfer.serve.openapi import openapi
-from turboinfer.serve.padding import sequence_padding
+from turboinfer.serve.logs import access_info
 from turboinfer.serve.schema import parse_object
 from turboinfer.serve.split_config import SplitConfig
-from turboinfer.serve.traffic import TrafficSplit
-from turboinfer.serve.worker import ModelWorker
+from turboinfer.serve.v2 import codec
+from turboinfer.serve.v2.batcher import Batcher, BatcherConfig, BatchReport, Trace
+from turboinfer.serve.v2.health import ModelHealth
+from turboinfer.serve.v2.metrics import ServerMetrics
+from turboinfer.serve.v2.model import Answer, Call, ServedModel
+from turboinfer.serve.v2.openapi import v2_paths
+from turboinfer.serve.v2.padding import sequence_padding
+from turboinfer.serve.v2.traffic import TrafficSplit
+from turboinfer.serve.v2.worker import ModelWorker
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-@dataclass(frozen=True)
-class ServeConfig:
-    """Server-wide limits and behaviour."""
+class V2Routes:
+    """The served tensor models, their batchers and readiness; the V2 and image routes."""
 
-    batcher: BatcherConfig = field(default_factory=BatcherConfig)
-    max_body_bytes: int = 16 * 2**20
-    overload_status: int = 429
-    """429 (client backs off) or 503 when the queue is full."""
-    retry_after_s: int = 1
-    body_timeout_s: float = 10.0
-    """A body that takes longer than this to arrive is cut off with 408 (slow-loris protection)."""
-    health_interval_s: float = 1.0
-    """After an engine failure, how often a model's session is re-checked while it cannot run."""
-
-
-@dataclass
-class ServedModel:
-    """One loaded model with its batcher."""
-
-    name: str
-    card: ModelCard
-    workers: list[ModelWorker]
-    batchers: list[Batcher]
-    """The primary's first; a canary's or shadow's second."""
-    pipeline: ImagePipeline | None
-    health: ModelHealth
-    limits: dict[str, int] = field(default_factory=dict)
-    """Index inputs (token ids) → the size of the table they index."""
-    split: TrafficSplit | None = None
-    version: str = "1"
-    admitted: int = 0
-    """Image requests being decoded (admitted, not yet queued)."""
-
-    @property
-    def batcher(self) -> Batcher:
-        """The primary's batcher."""
-        return self.batchers[0]
-
-    def check_room(self) -> None:
-        """QueueFull at once when the queue (requests waiting or being decoded) is at capacity."""
-        if self.admitted + self.batcher.depth >= self.batcher.config.queue_size:
-            raise QueueFull(f"queue full ({self.batcher.config.queue_size} requests waiting or decoding)")
-
-    @contextmanager
-    def admission(self) -> Iterator[None]:
-        """Admit an image request before its photo is decoded, or raise QueueFull at once: decoding requests that
-        the queue would refuse anyway only steals the cores from the ones already accepted."""
-        self.check_room()
-        self.admitted += 1
-        try:
-            yield
-        finally:
-            self.admitted -= 1
-
-    def metadata(self) -> dict[str, Any]:
-        """V2 model metadata."""
-
-        def tensors(specs: tuple) -> list[dict[str, Any]]:
-            return [{"name": s.name, "datatype": V2_DATATYPES.get(s.dtype, s.dtype),
-                     "shape": [d if isinstance(d, int) else -1 for d in s.shape]} for s in specs]  # fmt: skip
-
-        return {"name": self.name, "versions": [self.version], "platform": "onnx", "inputs": tensors(self.card.inputs),
-                "outputs": tensors(self.card.outputs)}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Call:
-    """One inference request as the answering function sees it: body read, deadline and priority parsed."""
-
-    request: Request
-    model: ServedModel
-    body: bytes
-    deadline: float | None
-    priority: int
-    trace: Trace = field(default_factory=Trace)
-    """Filled in by the batcher: queue and compute time, batch rows (for the access log)."""
-
-
-Answer = Callable[[Call], Awaitable[Response]]
-
-
-class Server:
-    """Owns the served models, readiness and metrics; builds the Starlette app."""
+    name = "v2"
 
     def __init__(
-        self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig,
+        self, models: dict[str, tuple[ModelCard, Session]], config: ServeConfig, registry: CollectorRegistry,
         splits: dict[str, tuple[ModelCard, Session, SplitConfig]] | None = None,
         batching: dict[str, BatcherConfig] | None = None,
-        generators: dict[str, tuple[Engine, SchedulerConfig]] | None = None,
-        generator_splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] | None = None,
     ) -> None:  # fmt: skip
         self.config = config
-        self.metrics = ServerMetrics()
-        self.ready = False
+        self.metrics = ServerMetrics(registry)
+        self.serving = False
+        """Loaded and not draining."""
         self._sources = models
         self._splits = splits or {}
         self.batching = batching or {}
         """Per-model batching; models not named use config.batcher."""
         self.models: dict[str, ServedModel] = {}
-        self.llm = OpenAiRoutes(generators, self.metrics.registry, config, generator_splits) if generators else None
-        """The OpenAI routes over the served LLMs (their engines warm up in the background after the start)."""
 
     async def runner(
         self, label: str, card: ModelCard, session: Session, batching: BatcherConfig, health: ModelHealth
@@ -198,18 +109,15 @@ class Server:
                 model.workers.append(other_worker)
                 model.batchers.append(other_batcher)
                 model.split = TrafficSplit(name, card.task, batcher, other_batcher, split, self.metrics)
+            self.metrics.queue_depth.labels(name).set_function(partial(getattr, batcher, "depth"))
             self.models[name] = model
-        for scheduler in self.llm.every_scheduler() if self.llm else ():
-            scheduler.start()
-        self.ready = True
+        self.serving = True
 
-    async def shutdown(self) -> None:
+    async def drain(self) -> None:
         """Readiness false at once, then drain every accepted request (and mirrored shadow requests)."""
-        self.ready = False
+        self.serving = False
         await asyncio.gather(*(m.split.drain() for m in self.models.values() if m.split))
         await asyncio.gather(*(b.stop() for m in self.models.values() for b in m.batchers))
-        if self.llm:
-            await self.llm.drain()
         for model in self.models.values():
             model.health.stop()
             for worker in model.workers:
@@ -218,8 +126,19 @@ class Server:
     def is_ready(self, model: ServedModel | None = None) -> bool:
         """Loaded, not draining, and every session (or this model's) able to run."""
         models = [model] if model else list(self.models.values())
-        llm_ready = model is not None or self.llm is None or self.llm.ready()
-        return self.ready and llm_ready and all(m.health.healthy for m in models)
+        return self.serving and all(m.health.healthy for m in models)
+
+    def ready(self) -> bool:
+        """Every model's session able to run."""
+        return self.is_ready()
+
+    def alive(self) -> bool:
+        """A failed session heals by itself (health re-checks it): never a reason to restart the process."""
+        return True
+
+    def paths(self) -> dict[str, Any]:
+        """Its part of the OpenAPI document."""
+        return v2_paths()
 
     def model(self, name: str) -> ServedModel:
         """A served model by name; unknown or malformed names are 404 (never a path)."""
@@ -238,7 +157,6 @@ class Server:
     async def infer(self, call: Call, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Through the batcher (with the requests its shapes can share a batch with), with metrics."""
         model = call.model
-        self.metrics.queue_depth.labels(model.name).set(model.batcher.depth)
         rows = len(next(iter(inputs.values())))
         key = model.workers[0].key(inputs)
         if model.split is not None:
@@ -278,11 +196,15 @@ class Server:
     async def v2_answer(self, call: Call) -> Response:
         """KServe V2 inference: decode the JSON/binary request, infer, encode."""
         model = call.model
-        decoded = v2.decode_request(
-            call.body, call.request.headers.get(v2.HEADER_LENGTH), model.card.inputs, model.card.outputs, model.limits
+        decoded = codec.decode_request(
+            call.body,
+            call.request.headers.get(codec.HEADER_LENGTH),
+            model.card.inputs,
+            model.card.outputs,
+            model.limits,
         )
         outputs = await self.infer(call, decoded.inputs)
-        body, headers = v2.encode_response(model.name, model.version, decoded, outputs)
+        body, headers = codec.encode_response(model.name, model.version, decoded, outputs)
         return Response(body, headers=headers)
 
     async def preprocess(
@@ -300,22 +222,8 @@ class Server:
         outputs = await self.infer(call, {call.model.card.inputs[0].name: tensor[None]})
         return JSONResponse(image_json(call.model.card, outputs))
 
-    def app(self, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
-        """The ASGI app with its routes (and an application's extra ones) and lifespan."""
-
-        @asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            await self.load()
-            yield
-            await self.shutdown()
-
-        async def live(request: Request) -> Response:
-            ok = self.llm is None or self.llm.alive()  # a dead engine loop: restart the process
-            return JSONResponse({"live": ok}, status_code=200 if ok else 503)
-
-        async def ready(request: Request) -> Response:
-            ok = self.is_ready()
-            return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+    def routes(self) -> list[BaseRoute]:
+        """The V2 and image routes."""
 
         async def server_metadata(request: Request) -> Response:
             return JSONResponse({"name": "turboinfer", "version": __version__, "extensions": ["binary_tensor_data"]})
@@ -353,13 +261,8 @@ class Server:
         async def image_infer(request: Request) -> Response:
             return await self.handle(request, request.path_params["name"], self.image_answer)
 
-        async def metrics(request: Request) -> Response:
-            for name, model in self.models.items():
-                self.metrics.queue_depth.labels(name).set(model.batcher.depth)
-            return Response(self.metrics.render(), media_type="text/plain; version=0.0.4")
-
-        routes = [
-            Route("/v2/health/live", live), Route("/v2/health/ready", ready), Route("/v2", server_metadata),
+        return [
+            Route("/v2", server_metadata),
             Route("/v2/models/{name}", model_metadata), Route("/v2/models/{name}/versions/{version}", model_metadata),
             Route("/v2/models/{name}/ready", model_ready),
             Route("/v2/models/{name}/versions/{version}/ready", model_ready),
@@ -368,17 +271,7 @@ class Server:
             Route("/v1/models/{name}/image", image_infer, methods=["POST"]),
             Route("/v2/repository/index", repository_index, methods=["POST"]),
             Route("/v2/repository/models/{name}/{action:str}", model_control, methods=["POST"]),
-            Route("/metrics", metrics),
-            Route("/openapi.json", lambda request: JSONResponse(openapi())), *(self.llm.routes() if self.llm else []),
-            *extra_routes,
         ]  # fmt: skip
-
-        async def http_error(request: Request, exc: Exception) -> Response:
-            status = getattr(exc, "status_code", 500)
-            return error(status, "not found" if status == 404 else str(getattr(exc, "detail", "error")))
-
-        return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)],
-                         exception_handlers={404: http_error, 405: http_error})  # fmt: skip
 
 
 def image_json(card: ModelCard, outputs: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -1,0 +1,21 @@
+"""One server composing front-ends: its OpenAPI document covers every route of both."""
+
+from __future__ import annotations
+
+import re
+
+from prometheus_client import CollectorRegistry
+
+from turboinfer.serve.config import ServeConfig
+from turboinfer.serve.openai.routes import OpenAiRoutes
+from turboinfer.serve.server import Server
+from turboinfer.serve.v2.routes import V2Routes
+
+
+def test_the_openapi_document_describes_every_route_of_both_front_ends():
+    registry = CollectorRegistry()
+    server = Server([V2Routes({}, ServeConfig(), registry), OpenAiRoutes({}, registry, ServeConfig())], registry)
+    routes = {re.sub(r":\w+}", "}", route.path) for route in server.app().routes}
+    documented = set(server.openapi()["paths"])
+    assert routes - documented == set()
+    assert {"/v1/chat/completions", "/v2/models/{name}/infer", "/metrics", "/health"} <= routes

@@ -97,15 +97,18 @@ def add(engine: Any, pieces: list[tuple[int, str]], request: GenerationRequest, 
 
 
 def call(engine: Any, method: str, args: tuple[Any, ...]) -> Any:
-    """One of the Engine protocol's methods (a ping answers None: the child is alive and not stuck)."""
+    """One of the Engine protocol's methods (a ping answers None: the child is alive and not stuck); a step answers
+    its finished requests with the KV cache's use after it, so a step costs one round-trip."""
     if method == "ping":
         return None
+    if method == "step":
+        return engine.step(), engine.cache_usage()
     if method not in CALLS:
         raise EngineCallFailed(f"no engine call {method!r}")
     return getattr(engine, method)(*args)
 
 
-CALLS = frozenset({"tokenize", "chat", "step", "result", "cancel", "cache_usage", "describe"})
+CALLS = frozenset({"tokenize", "chat", "result", "cancel", "describe"})
 
 
 def is_picklable(err: Exception) -> bool:
@@ -123,6 +126,7 @@ class ProcessEngine:
     def __init__(self, spec: EngineSpec, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
         self.spec, self.call_timeout_s = spec, call_timeout_s
         self._streams: dict[int, OnText] = {}
+        self._cache_usage = 0.0
         self._start()
 
     def _start(self) -> None:
@@ -185,7 +189,8 @@ class ProcessEngine:
 
     def step(self) -> list[int]:
         """One engine step in the child (this thread waits without the GIL); the finished requests' ids."""
-        return list(self._call("step"))
+        finished, self._cache_usage = self._call("step")
+        return list(finished)
 
     def result(self, key: int) -> GenerationResult:
         """A finished request's result (pieces held back for a stop string are streamed first)."""
@@ -199,8 +204,8 @@ class ProcessEngine:
         self._call("cancel", key)
 
     def cache_usage(self) -> float:
-        """Share of the KV cache in use."""
-        return float(self._call("cache_usage"))
+        """Share of the KV cache in use after the last step (no call of its own)."""
+        return float(self._cache_usage)
 
     def ping(self) -> None:
         """EngineGone unless the child answers within the call timeout (the idle scheduler's heartbeat)."""
@@ -210,6 +215,7 @@ class ProcessEngine:
         """A fresh child from the same spec, its requests forgotten (the old one killed if it still runs)."""
         self.close()
         self._streams.clear()
+        self._cache_usage = 0.0
         self._start()
 
     def describe(self) -> dict[str, Any]:

@@ -159,12 +159,11 @@ class OpenAiModels:
 
 
 def compose(config: ServeConfig, v2: V2Models | None = None, openai: OpenAiModels | None = None) -> Server:
-    """One server with the front-ends that have models: KServe V2 for tensor models, OpenAI for LLMs (both under
-    one metrics registry)."""
+    """One server: KServe V2 always (its server metadata, repository index and model routes answer even with no
+    tensor model), OpenAI when it serves LLMs; both under one metrics registry."""
     registry = CollectorRegistry()
-    frontends: list[FrontEnd] = []
-    if v2 is not None and v2.models:
-        frontends.append(V2Routes(v2.models, config, registry, v2.splits, v2.batching))
+    v2 = v2 or V2Models()
+    frontends: list[FrontEnd] = [V2Routes(v2.models, config, registry, v2.splits, v2.batching)]
     if openai is not None and openai.engines:
         frontends.append(OpenAiRoutes(openai.engines, registry, config, openai.splits))
     return Server(frontends, registry)

@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute, Route
 
 from turboinfer.serve.http import error
 from turboinfer.serve.logs import AccessLog
+from turboinfer.serve.openapi import document
 
 
 class FrontEnd(Protocol):
@@ -65,8 +66,6 @@ class Server:
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI 3.1 document of every route."""
-        from turboinfer.serve.openapi import document
-
         return document(self.title, [f.paths() for f in self.frontends.values()])
 
     def app(self, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:

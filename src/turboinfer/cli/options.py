@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from turboinfer.cli.groups import option_group
 from turboinfer.core.settings import Settings
 from turboinfer.serve.logs import LEVELS, configure_logging
 
@@ -26,6 +27,22 @@ def overload_status(value: int) -> int:
 
 
 OverloadStatusOption = Annotated[int, typer.Option(help="429 or 503 when the queue is full.", callback=overload_status)]
+
+
+@option_group("Listening")
+class Listening:
+    """Where the server listens, what it accepts, how it logs."""
+
+    host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1"
+    port: Annotated[int, typer.Option()] = 8000
+    overload_status: OverloadStatusOption = 429
+    max_body_mb: Annotated[float, typer.Option(help="Largest request body, MiB.")] = 16.0
+    log_level: LogLevelOption = "info"
+    log_format: LogFormatOption = "text"
+
+    def configure_logging(self) -> None:
+        """The server's logs as --log-level and --log-format say (BadParameter for anything else)."""
+        server_logging(self.log_level, self.log_format)
 
 
 def settings() -> Settings:
@@ -62,3 +79,18 @@ def float_list(text: str, option: str) -> tuple[float, ...]:
     if values and min(values) <= 0:
         raise typer.BadParameter("expected positive numbers", param_hint=option)
     return values
+
+
+def percent(text: str, option: str = "--fail-if-slower") -> float:
+    """Parse "5%" or "0.05" into 0.05."""
+    try:
+        return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise typer.BadParameter(f"expected a percentage like 5%, got {text!r}", param_hint=option) from None
+
+
+def budget_drop(text: str) -> tuple[float, bool]:
+    """--budget: "1%" (relative to the original's accuracy) or "1pt" (accuracy points) → (0.01, points?)."""
+    if text.endswith("pt"):
+        return percent(text.removesuffix("pt") + "%", "--budget"), True
+    return percent(text, "--budget"), False

@@ -17,14 +17,8 @@ from turboinfer.apps.imagesearch.query import index_variant, query_photo
 from turboinfer.apps.imagesearch.recall import evaluate_recall
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.cli import render
-from turboinfer.cli.options import (
-    JsonOption,
-    LogFormatOption,
-    LogLevelOption,
-    OverloadStatusOption,
-    server_logging,
-    settings,
-)
+from turboinfer.cli.groups import grouped, option_group
+from turboinfer.cli.options import JsonOption, Listening, settings
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import VARIANT_SUFFIX, parse_variant
@@ -49,7 +43,27 @@ def gallery_command(
     render.console.print(f"wrote {len(written)} gallery photos into {dest}")
 
 
+@option_group("Ray")
+class RayOptions:
+    """Embedding as a Ray Data job instead of in this process."""
+
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ADDRESS",
+            help=f"Embed as a Ray Data job: {LOCAL} (Ray started here), auto, or a cluster head's host:port.",
+        ),
+    ] = None
+    actors: Annotated[int, typer.Option(min=0, help="Ray actors (0: as many as the CPUs allow).")] = 0
+    threads_per_actor: Annotated[int, typer.Option(min=1, help="CPUs (decode + model threads) per actor.")] = 2
+
+    def config(self) -> RayConfig | None:
+        """Where and how wide the Ray job runs (None: no Ray, embed here)."""
+        return None if self.ray is None else RayConfig(self.ray, self.actors, self.threads_per_actor)
+
+
 @search.command("index")
+@grouped
 def index_command(
     photos: Annotated[Path, typer.Argument(help="Folder of gallery photos (searched recursively).")],
     out: Annotated[Path, typer.Option(help="Index folder (created; an existing one is updated).")] = Path(
@@ -61,15 +75,8 @@ def index_command(
     batch: Annotated[int, typer.Option(min=1)] = 16,
     shards: Annotated[int, typer.Option(min=1, help="FAISS shards searched together (replicas share them).")] = 1,
     train_sample: Annotated[int, typer.Option(min=0, help="Embeddings PCA is fitted on (0: all).")] = 100_000,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            metavar="ADDRESS",
-            help=f"Embed as a Ray Data job: {LOCAL} (Ray started here), auto, or a cluster head's host:port.",
-        ),
-    ] = None,
-    actors: Annotated[int, typer.Option(min=0, help="Ray actors (0: as many as the CPUs allow).")] = 0,
-    threads_per_actor: Annotated[int, typer.Option(min=1, help="CPUs (decode + model threads) per actor.")] = 2,
+    *,
+    ray: RayOptions,
     json_path: JsonOption = None,
 ) -> None:
     """Embed every photo, fit PCA, build a FAISS index; resumes an interrupted run."""
@@ -77,10 +84,11 @@ def index_command(
     variant = parse_variant(model, settings())
     render.inferred(variant.card)
     with render.progress_bar("embedding") as advance:
-        if ray is None:
+        cluster = ray.config()
+        if cluster is None:
             report = build_index(photos, out, variant, config, advance)
         else:
-            report = build_index_ray(photos, out, variant, config, RayConfig(ray, actors, threads_per_actor), advance)
+            report = build_index_ray(photos, out, variant, config, cluster, advance)
     render.index_report(report, out)
     if json_path:
         render.write_json(json_path, report.to_dict())
@@ -121,30 +129,30 @@ def recall_command(
 
 
 @search.command("serve")
+@grouped
 def serve_command(
     index: Annotated[Path, typer.Argument(help="Index folder.")],
     model: ModelOption = None,
     preprocess: Annotated[str, typer.Option(help="fast (the data path) or baseline (Pillow full decode).")] = "fast",
-    host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8000,
+    *,
+    listening: Listening,
     threads: Annotated[int, typer.Option(min=0, help="Intra-op threads; 0 = the variant's, else the default.")] = 0,
     max_batch: Annotated[int, typer.Option(min=1)] = 8,
     max_delay_ms: Annotated[float, typer.Option(min=0)] = 2.0,
     queue: Annotated[int, typer.Option(min=1)] = 256,
-    overload_status: OverloadStatusOption = 429,
-    log_level: LogLevelOption = "info",
-    log_format: LogFormatOption = "text",
 ) -> None:
     """The search page at /, POST /v1/search, plus the model's KServe V2 routes, metrics and health; the index
     folder is opened read-only (replicas may share it)."""
-    server_logging(log_level, log_format)
+    listening.configure_logging()
     gallery = GalleryIndex(index)
     variant = index_variant(gallery, model, settings()).with_threads(threads)
     batching = BatcherConfig(max_batch, max_delay_ms / 1000, queue)
-    config = ServeConfig(batching, overload_status=overload_status)
+    config = ServeConfig(batching, int(listening.max_body_mb * 2**20), listening.overload_status)
     server, service = search_server(gallery, variant, config, batching, preprocess)
-    render.console.print(f"searching {gallery.index.ntotal} photos with {variant.label} on http://{host}:{port}/")
-    run_app(server, server.app(service.routes()), host, port)
+    render.console.print(
+        f"searching {gallery.index.ntotal} photos with {variant.label} on http://{listening.host}:{listening.port}/"
+    )
+    run_app(server, server.app(service.routes()), listening.host, listening.port)
 
 
 @search.command("case-study")

@@ -17,6 +17,8 @@ from turboinfer.core.errors import InvalidInput
 from turboinfer.measure.fidelity import DECISIVE_P
 from turboinfer.runtime.session import SessionOptions
 
+Objective = Literal["latency", "throughput"]
+Strategy = Literal["staged", "exhaustive", "random"]
 Status = Literal["chosen", "rejected", "not chosen", "failed", "skipped", "original"]
 
 
@@ -100,7 +102,7 @@ class Plan:
     """With labels: the budget is a drop in accuracy points (--budget 1pt), not relative to the original's."""
     decisive: float = DECISIVE_P
     """An input is decisive when the original's top-1 probability is at least this (optimize.accuracy)."""
-    objective: Literal["latency", "throughput"] = "latency"
+    objective: Objective = "latency"
     batch: int = 1
     p99_target_ms: float | None = None
     """Latency bound per call: a candidate whose p99 exceeds it is rejected, so with the throughput objective
@@ -109,7 +111,7 @@ class Plan:
     """Token length of text inputs."""
     swap: tuple[str, ...] = ()
     """Lighter models to try instead (same task), under the same budget."""
-    strategy: Literal["staged", "exhaustive", "random"] = "staged"
+    strategy: Strategy = "staged"
     trials: int = 12
     """Candidates the random strategy draws."""
     seed: int = 0

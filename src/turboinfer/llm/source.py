@@ -6,6 +6,7 @@ can run is refused here with the reason."""
 from __future__ import annotations
 
 import functools
+import os
 import hashlib
 import json
 import struct
@@ -77,16 +78,25 @@ def gguf_chat_template(path: Path) -> str:
 
 
 def read_gguf(path: Path) -> Any:
-    """A GGUFReader over path; InvalidModel naming the file when it is not a whole GGUF file."""
+    """A GGUFReader over path, parsed once per process while the file keeps its size and modification time (the
+    gguf package parses every token of the vocabulary: seconds for a 49k-token file, and every command asks more
+    than once); InvalidModel naming the file when it is not a whole GGUF file."""
     with open(path, "rb") as handle:
         if handle.read(4) != b"GGUF":
             raise InvalidModel(f"{path} is not a GGUF file (no GGUF magic)")
+        stat = os.fstat(handle.fileno())
+    return parsed_gguf(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def parsed_gguf(path: str, size: int, mtime_ns: int) -> Any:
+    """The GGUFReader of one version (size, mtime) of a file."""
     try:
         from gguf import GGUFReader
     except ImportError:
         raise MissingExtra("gguf", "llm") from None
     try:
-        return GGUFReader(str(path))
+        return GGUFReader(path)
     except Exception as err:  # gguf raises ValueError, struct.error, ... on a truncated or corrupt file
         raise InvalidModel(f"{path} is a corrupt or truncated GGUF file: {str(err).splitlines()[0][:200]}") from None
 

@@ -97,11 +97,13 @@ def default_variant(model: str, engine: str = "") -> GeneratorVariant:
                             entry.kv_caches[0])  # fmt: skip
 
 
-def open_generator(variant: GeneratorVariant, settings: Settings, shape: ServeShape | None = None) -> Any:
-    """A loaded Generator for the variant (the LLM built first when it is not yet), the model's overrides applied;
-    InvalidModel with the reason when the engine cannot run the model. `shape` is what a server sized the engine
-    for (streams, KV cache tokens, tokens per step)."""
-    card = build_llm(variant.model, settings)
+def open_generator(variant: GeneratorVariant, settings: Settings, shape: ServeShape | None = None,
+                   card: LlmCard | None = None) -> Any:  # fmt: skip
+    """A loaded Generator for the variant, the model's overrides applied; InvalidModel with the reason when the
+    engine cannot run the model. `card` is the model already resolved (a server's engine process gets it, so the
+    model is not read and hashed again there); without it the LLM is built or found first. `shape` is what a
+    server sized the engine for (streams, KV cache tokens, tokens per step)."""
+    card = card or build_llm(variant.model, settings)
     entry = engine_entry(variant.engine)
     refusal = entry.refusal(card)
     if refusal:

@@ -111,7 +111,7 @@ def llm_serving(text: str, env: Settings, scheduler: SchedulerConfig, threads: i
             ) from None
         tokens, kind = streams * card.context, f"{variant.kv_cache}, {streams} streams × {card.context} tokens"
     shape = ServeShape(streams, tokens, max_batched_tokens)
-    engine = ProcessEngine(EngineSpec(variant, env.cache_dir, shape))
+    engine = ProcessEngine(EngineSpec(variant, env.cache_dir, shape, card))
     plan = (f"KV cache {cache / 2**30:.2f} GiB ({kind}): {per_token / 1024:.1f} KiB per token, {tokens:,} tokens "
             f"= {tokens // streams:,} per stream at {streams} streams; context {card.context:,}")  # fmt: skip
     limits = replace(scheduler, kv_tokens=tokens, vocab=card.vocab)

@@ -39,13 +39,16 @@ class EngineCallFailed(TurboinferError):
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """How the child builds its engine: the generator variant, the cache folder, what the server sized it for."""
+    """How the child builds its engine: the generator variant, the cache folder, what the server sized it for, the
+    model's card."""
 
     variant: Any
     """A llm.variant.GeneratorVariant."""
     cache_dir: Path
     shape: Any = None
     """A llm.engines.ServeShape."""
+    card: Any = None
+    """The llm.card.LlmCard the server resolved (None: the child builds or finds it)."""
 
 
 def build_engine(spec: EngineSpec) -> Any:
@@ -55,7 +58,7 @@ def build_engine(spec: EngineSpec) -> Any:
     from turboinfer.llm.variant import open_generator
     from turboinfer.serve.openai.interleave import Interleaved
 
-    generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.shape)
+    generator = open_generator(spec.variant, Settings(spec.cache_dir), spec.shape, spec.card)
     return generator if hasattr(generator, "add") else Interleaved(generator)
 
 

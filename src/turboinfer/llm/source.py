@@ -6,9 +6,9 @@ can run is refused here with the reason."""
 from __future__ import annotations
 
 import functools
-import os
 import hashlib
 import json
+import os
 import struct
 from collections import Counter
 from dataclasses import asdict, dataclass

@@ -213,7 +213,7 @@ def peers(settings: Settings) -> None:
 def own_models(settings: Settings) -> None:
     """Models a user brings (exported here from torchvision and a small GRU, random weights), no card, defaults."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the exporters live beside the tests
-    from tests.user_models import recurrent_classifier, torchvision_classifier
+    from tests.support.user_models import recurrent_classifier, torchvision_classifier
 
     folder = Path(tempfile.mkdtemp(prefix="own-models-"))
     models: dict[str, tuple[Path, str | None]] = {

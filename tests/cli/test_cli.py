@@ -2,15 +2,9 @@
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-TURBOINFER = [sys.executable, "-m", "turboinfer.cli.main"]
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*TURBOINFER, *args], capture_output=True, text=True, timeout=120, env=env)
+from tests.support.cli import run
 
 
 def test_unknown_zoo_name_is_one_line_and_exit_2():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.cli.test_cli import run
+from tests.support.cli import run
 
 
 def test_zoo_build_and_list_the_llm():

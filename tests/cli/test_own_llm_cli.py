@@ -12,8 +12,8 @@ import subprocess
 import openai
 import pytest
 
-from tests.cli.test_cli import TURBOINFER, run
-from tests.serve.test_lifecycle import free_port, wait_ready
+from tests.support.cli import TURBOINFER, run
+from tests.support.http import free_port, wait_ready
 
 FAMILIES = [("llama", "q8_0"), ("qwen3", "f16"), ("gemma3", "f32"), ("phi3", "q5_1"), ("gemma2", None),
             ("qwen2", None)]  # fmt: skip

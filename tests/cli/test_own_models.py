@@ -12,9 +12,9 @@ import urllib.request
 import numpy as np
 import pytest
 
-from tests.cli.test_cli import run
-from tests.models.test_datasets import image_folder
-from tests.serve.test_lifecycle import free_port, wait_ready
+from tests.support.cli import run
+from tests.support.http import free_port, wait_ready
+from tests.support.images import image_folder
 
 
 @pytest.mark.parametrize("kind", ["image", "text", "tensor"])

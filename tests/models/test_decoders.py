@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.models.test_preprocess import encode, png_claiming_size
+from tests.support.images import encode, png_claiming_size
 from turboinfer.core.errors import InvalidInput
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.decoders import (

@@ -1,32 +1,13 @@
-import io
-import struct
-import zlib
-
 import numpy as np
 import pytest
 from PIL import Image
 
+from tests.support.images import encode, png_claiming_size
 from turboinfer.core.errors import InvalidInput
 from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.preprocess import decode_image, image_tensor, normalize, resize_and_crop
 
 SPEC = ImagePreprocess()
-
-
-def encode(image: Image.Image, fmt: str = "JPEG", **params) -> bytes:
-    out = io.BytesIO()
-    image.save(out, format=fmt, **params)
-    return out.getvalue()
-
-
-def png_claiming_size(width: int, height: int) -> bytes:
-    """A 1x1 PNG whose header claims width x height (a decompression bomb by its header)."""
-    data = bytearray(encode(Image.new("RGB", (1, 1)), "PNG"))
-    ihdr = 8 + 8  # signature, then length + "IHDR"
-    data[ihdr : ihdr + 8] = struct.pack(">II", width, height)
-    crc = zlib.crc32(bytes(data[ihdr - 4 : ihdr + 13]))
-    data[ihdr + 13 : ihdr + 17] = struct.pack(">I", crc)
-    return bytes(data)
 
 
 def test_tensor_shape_dtype_and_values():

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from turboinfer.core.card import ModelCard
 from turboinfer.optimize.data import InputSets, input_sets
-from turboinfer.optimize.evaluate import batches, run_all
+from turboinfer.optimize.evaluate import batches
 from turboinfer.optimize.passes.base import PassContext
-from turboinfer.runtime.session import SessionOptions, open_session
 
 
 @pytest.fixture(scope="session")
@@ -37,8 +34,3 @@ def effnet_context(effnet_sets, tmp_path_factory) -> PassContext:
 @pytest.fixture(scope="session")
 def minilm_context(minilm_sets, tmp_path_factory) -> PassContext:
     return context_for(minilm_sets, tmp_path_factory.mktemp("optimize-cache-text"))
-
-
-def outputs(card: ModelCard, sets: InputSets, backend: str = "ort") -> dict[str, np.ndarray]:
-    """Outputs of card on the evaluation set."""
-    return run_all(open_session(card.onnx_path, backend, SessionOptions(intra_threads=2)), card, sets.evaluation)

@@ -108,8 +108,7 @@ def test_photo_folders_are_for_image_models_only(minilm, settings, tmp_path):
 
 def test_a_folded_variant_serves_photos_with_the_same_answer(effnet, effnet_context, settings, tmp_path):
     """What optimize writes is what serve takes: a uint8-input model behind the image route."""
-    from tests.serve.conftest import running
-    from tests.serve.test_app import call
+    from tests.support.http import call, running
     from turboinfer.models.labels import CAT_CLASSES
     from turboinfer.models.variant import Variant, parse_variant, save_variant
     from turboinfer.optimize.passes import make_pass

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import json
 import socket
-import urllib.error
-import urllib.request
 
 import numpy as np
 import pytest
 import skimage.data
 from PIL import Image
 
-from tests.models.test_preprocess import encode
-from tests.serve.conftest import TEST_LIMIT
+from tests.support.http import TEST_LIMIT, call
+from tests.support.images import encode
 from turboinfer.models.image_pipeline import ImagePipeline
 from turboinfer.models.labels import CAT_CLASSES
 from turboinfer.runtime.session import open_session
-
-
-def call(url: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict, bytes]:
-    """One HTTP request with the standard library; returns (status, headers, body)."""
-    request = urllib.request.Request(
-        url, data=body, headers=headers or {}, method="POST" if body is not None else "GET"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as err:
-        return err.code, dict(err.headers), err.read()
 
 
 @pytest.fixture(scope="module")

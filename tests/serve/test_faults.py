@@ -20,9 +20,7 @@ import pytest
 import tritonclient.http as triton
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.serve.conftest import metric, running
-from tests.serve.test_app import call
-from tests.serve.test_lifecycle import free_port, wait_ready
+from tests.support.http import call, free_port, metric, running, wait_ready
 from turboinfer.models.variant import parse_variant
 from turboinfer.runtime.session import Session
 from turboinfer.serve.config import ServeConfig

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.serve.conftest import running
-from tests.serve.test_app import call
+from tests.support.http import call, running
 from turboinfer.bench.corpus import INPUT_FIELDS, MISSING, TOP_FIELDS, binary_probe, jpeg_mutation, mutated, v2_body
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import parse_variant

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,14 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import skimage.data
 from PIL import Image
 
-from tests.models.test_preprocess import encode
-from tests.serve.conftest import metric
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.http import free_port, metric, wait_ready
+from tests.support.images import encode
 
 
 def post(url: str, body: bytes) -> str:
@@ -35,20 +28,6 @@ def post(url: str, body: bytes) -> str:
         return str(err.code)
     except (urllib.error.URLError, ConnectionError) as err:
         return type(getattr(err, "reason", err)).__name__
-
-
-def wait_ready(base: str, process: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else "server exited"
-        try:
-            with urllib.request.urlopen(f"{base}/v2/health/ready", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError("server never became ready")
 
 
 def wait_until_arrived(base: str, count: int, seconds: float = 30) -> None:

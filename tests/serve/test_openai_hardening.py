@@ -16,8 +16,8 @@ import urllib.request
 
 import pytest
 
-from tests.serve.conftest import metric, running
-from tests.serve.test_openai import CONFIG, LIMITS, MODEL, call, chat, sse, wait_for, wait_healthy
+from tests.support.http import metric, running
+from tests.support.llm_server import CONFIG, LIMITS, MODEL, call, chat, sse, wait_for, wait_healthy
 from turboinfer.bench.openai_corpus import OpenAiProbe, mutations, named_cases
 from turboinfer.runtime.llm.generate import GenerationRequest, Sampling
 from turboinfer.serve.openai.scheduler import Ticket

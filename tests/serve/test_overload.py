@@ -6,8 +6,7 @@ from __future__ import annotations
 import socket
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.serve.conftest import metric, running
-from tests.serve.test_app import call
+from tests.support.http import call, metric, running
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import parse_variant
 from turboinfer.serve.config import ServeConfig

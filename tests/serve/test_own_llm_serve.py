@@ -11,8 +11,8 @@ import shutil
 import openai
 import pytest
 
-from tests.serve.conftest import running
-from tests.serve.test_openai import CONFIG, LIMITS, wait_healthy
+from tests.support.http import running
+from tests.support.llm_server import CONFIG, LIMITS, wait_healthy
 from turboinfer.core.errors import InvalidInput
 from turboinfer.llm.variant import GeneratorVariant, open_generator
 from turboinfer.runtime.llm.generate import GenerationRequest

@@ -6,8 +6,7 @@ import shutil
 
 import pytest
 
-from tests.serve.conftest import running
-from tests.serve.test_app import call
+from tests.support.http import call, running
 from turboinfer.core.errors import InvalidInput, ModelNotFound
 from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import build_server

@@ -9,8 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from tests.serve.conftest import metric, running
-from tests.serve.test_app import call
+from tests.support.http import call, metric, running
 from turboinfer.core.types import TextPreprocess
 from turboinfer.measure.sentences import real_sentences
 from turboinfer.models.preprocess import TextTokenizer

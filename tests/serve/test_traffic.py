@@ -9,9 +9,8 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from tests.models.test_preprocess import encode
-from tests.serve.conftest import metric, running
-from tests.serve.test_app import call
+from tests.support.http import call, metric, running
+from tests.support.images import encode
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.labels import CAT_CLASSES
 from turboinfer.models.variant import parse_variant

@@ -14,13 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apps.imagesearch.conftest import (
-    GALLERY_PHOTOS,
-    PCA,
-    check_bad_files_skipped,
-    gallery_with_bad_files,
-    same_index,
-)
+from tests.support.gallery import GALLERY_PHOTOS, PCA, check_bad_files_skipped, gallery_with_bad_files, same_index
 from turboinfer.apps.imagesearch.distributed import (
     LOOPBACK_NODE,
     RayConfig,

@@ -3,7 +3,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.apps.imagesearch.conftest import GALLERY_PHOTOS, PCA, check_bad_files_skipped, gallery_with_bad_files
+from tests.support.gallery import GALLERY_PHOTOS, PCA, check_bad_files_skipped, gallery_with_bad_files
 from turboinfer.apps.imagesearch.embed import Embedder, feature_output, l2_normalize
 from turboinfer.apps.imagesearch.index import STORE_FILE, GalleryIndex, IndexConfig, build_index
 from turboinfer.apps.imagesearch.shards import VECTORS_FILE, factory_string

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apps.imagesearch.conftest import GALLERY_PHOTOS, PCA, same_index
+from tests.support.gallery import GALLERY_PHOTOS, PCA, same_index
 from turboinfer.apps.imagesearch.distributed import LOOPBACK_NODE
 from turboinfer.apps.imagesearch.index import GalleryIndex
 

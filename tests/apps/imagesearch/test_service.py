@@ -11,8 +11,8 @@ import urllib.request
 
 import pytest
 
-from tests.apps.imagesearch.conftest import PCA
-from tests.serve.conftest import metric, running
+from tests.support.gallery import PCA
+from tests.support.http import metric, running
 from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_index
 from turboinfer.apps.imagesearch.service import search_server
 from turboinfer.core.errors import InvalidInput

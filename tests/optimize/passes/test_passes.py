@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.optimize.conftest import outputs
+from tests.support.outputs import outputs
 from turboinfer.core.errors import InvalidInput, InvalidModel
 from turboinfer.hardware.probe import CpuInfo
 from turboinfer.measure.fidelity import classify_metrics, embed_metrics

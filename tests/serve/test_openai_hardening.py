@@ -20,7 +20,7 @@ from tests.support.http import metric, running
 from tests.support.llm_server import CONFIG, LIMITS, MODEL, call, chat, sse, wait_for, wait_healthy
 from turboinfer.bench.openai_corpus import OpenAiProbe, mutations, named_cases
 from turboinfer.runtime.llm.generate import GenerationRequest, Sampling
-from turboinfer.serve.openai.scheduler import Ticket
+from turboinfer.serve.openai.ticket import Ticket
 from turboinfer.serve.run import OpenAiModels, compose, llm_serving
 
 ROUTES = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}

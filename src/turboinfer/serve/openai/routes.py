@@ -36,8 +36,9 @@ from turboinfer.serve.logs import access_info
 from turboinfer.serve.openai.metrics import GenerationMetrics
 from turboinfer.serve.openai.openapi import openai_paths
 from turboinfer.serve.openai.protocol import FIELDS, Completion, ModelLimits, model_of, parse_completion
-from turboinfer.serve.openai.scheduler import Engine, GenerationScheduler, SchedulerConfig, Ticket
+from turboinfer.serve.openai.scheduler import Engine, GenerationScheduler, SchedulerConfig
 from turboinfer.serve.openai.split import GenerationSplit
+from turboinfer.serve.openai.ticket import Ticket
 from turboinfer.serve.schema import parse_object
 from turboinfer.serve.split_config import SplitConfig
 

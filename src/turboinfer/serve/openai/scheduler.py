@@ -11,15 +11,13 @@ request has a deadline (its own, or the server's request_timeout_s), so none wai
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import heapq
 import itertools
 import logging
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from turboinfer.core.errors import InvalidInput
@@ -29,6 +27,7 @@ from turboinfer.serve.openai.admission import FirstTokenForecast
 from turboinfer.serve.openai.engine_process import EngineGone
 from turboinfer.serve.openai.metrics import GenerationMetrics
 from turboinfer.serve.openai.prefix import PrefixBook
+from turboinfer.serve.openai.ticket import Ticket
 
 log = logging.getLogger("turboinfer.serve")
 State = Literal["loading", "ready", "restarting", "dead", "stopped"]
@@ -82,50 +81,6 @@ class SchedulerConfig:
     generation included (504 past it)."""
     vocab: int = 0
     """Token ids a prompt may hold are 0..vocab - 1 (0: unknown, unchecked)."""
-
-
-@dataclass(eq=False)
-class Ticket:
-    """One request from arrival to its last event. Events reach the request's event loop in order: ("accepted",
-    None), ("text", piece)…, then ("done", GenerationResult) or ("error", exception)."""
-
-    request: GenerationRequest
-    loop: asyncio.AbstractEventLoop
-    messages: list[dict[str, str]] | None = None
-    """A chat: the prompt is rendered by the model's template in the engine thread."""
-    fit_max_tokens: bool = False
-    """max_tokens was not given: generate the default, or what still fits the context."""
-    priority: int = 0
-    deadline: float | None = None
-    arrived: float = field(default_factory=time.perf_counter)
-    events: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
-    key: int | None = None
-    admitted: float | None = None
-    finished: bool = False
-    cancelled: bool = False
-
-    def post(self, kind: str, value: Any = None) -> None:
-        """Hand one event to the request's event loop (from any thread); dropped once the loop is closed."""
-        with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
-
-    def text(self, piece: str) -> None:
-        """The engine's streaming callback: a final piece of text."""
-        self.post("text", piece)
-
-    async def next(self) -> tuple[str, Any]:
-        """The next event."""
-        return await self.events.get()
-
-    async def result(self) -> GenerationResult:
-        """Wait for the generation's end: its result, or its error raised (text events are passed over; the
-        result holds the whole text)."""
-        while True:
-            kind, value = await self.next()
-            if kind == "done":
-                return value
-            if kind == "error":
-                raise value
 
 
 class GenerationScheduler:

@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult
 from turboinfer.serve.errors import QueueFull
-from turboinfer.serve.openai.scheduler import GenerationScheduler, Ticket
+from turboinfer.serve.openai.scheduler import GenerationScheduler
+from turboinfer.serve.openai.ticket import Ticket
 from turboinfer.serve.split_config import SplitConfig
 
 AGREEMENT_BUCKETS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)

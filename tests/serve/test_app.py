@@ -38,6 +38,8 @@ def test_health_and_metadata(served):
     base, _ = served
     assert call(f"{base}/v2/health/live")[0] == 200
     assert json.loads(call(f"{base}/v2/health/ready")[2]) == {"ready": True}
+    health = {"ready": True, "models": {"efficientnet-lite0": {"state": "ready", "reason": ""}}}
+    assert json.loads(call(f"{base}/health")[2]) == health  # one health surface: a V2 model's state too
     assert "binary_tensor_data" in json.loads(call(f"{base}/v2")[2])["extensions"]
     meta = json.loads(call(f"{base}/v2/models/efficientnet-lite0")[2])
     assert meta["inputs"][0] == {"name": "image", "datatype": "FP32", "shape": [-1, 3, 224, 224]}

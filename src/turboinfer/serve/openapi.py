@@ -25,6 +25,10 @@ def document(title: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
     paths = {
         "/v2/health/live": get("liveness: no engine loop has died"),
         "/v2/health/ready": get("readiness: every front-end loaded and warmed up, not shutting down"),
+        "/health": get(
+            "readiness with every model's state (loading, ready, restarting, unavailable, dead, stopped) "
+            "and why it is not ready"
+        ),
         "/metrics": get("Prometheus metrics of every front-end"),
         "/openapi.json": get("this document"),
     }

@@ -33,6 +33,7 @@ class FrontEnd(Protocol):
     def alive(self) -> bool: ...
     async def drain(self) -> None: ...
     def paths(self) -> dict[str, Any]: ...
+    def states(self) -> dict[str, dict[str, str]]: ...
 
 
 class Server:
@@ -51,6 +52,10 @@ class Server:
     def alive(self) -> bool:
         """No front-end needs the process restarted (a dead engine loop)."""
         return all(f.alive() for f in self.frontends.values())
+
+    def states(self) -> dict[str, dict[str, str]]:
+        """Every served model's state and, when it is not ready, why (from every front-end)."""
+        return {name: state for f in self.frontends.values() for name, state in f.states().items()}
 
     async def load(self) -> None:
         """Load every front-end, then turn ready."""
@@ -85,6 +90,10 @@ class Server:
             ok = self.ready()
             return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
 
+        async def health(request: Request) -> Response:
+            ok = self.ready()
+            return JSONResponse({"ready": ok, "models": self.states()}, status_code=200 if ok else 503)
+
         async def metrics(request: Request) -> Response:
             return Response(generate_latest(self.registry), media_type="text/plain; version=0.0.4")
 
@@ -92,7 +101,8 @@ class Server:
             status = getattr(exc, "status_code", 500)
             return error(status, "not found" if status == 404 else str(getattr(exc, "detail", "error")))
 
-        routes = [Route("/v2/health/live", live), Route("/v2/health/ready", ready), Route("/metrics", metrics),
+        routes = [Route("/v2/health/live", live), Route("/v2/health/ready", ready), Route("/health", health),
+                  Route("/metrics", metrics),
                   Route("/openapi.json", lambda request: JSONResponse(self.openapi())),
                   *(route for f in self.frontends.values() for route in f.routes()), *extra_routes]  # fmt: skip
         return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(AccessLog)],

@@ -25,6 +25,5 @@ def openai_paths() -> dict[str, Any]:
             "/v1/chat/completions": generation("OpenAI chat completion", "messages"),
             "/v1/completions": generation("OpenAI text completion", "prompt"),
             "/v1/models": get("the served LLMs, as OpenAI lists models"),
-            "/health": get("every engine's state: loading, ready, restarting, dead, stopped"),
         }
     }

@@ -1,8 +1,8 @@
-"""OpenAI-compatible routes for the served LLMs: POST /v1/chat/completions, POST /v1/completions, GET /v1/models
-and GET /health. Streaming is server-sent events (a role chunk, content deltas that never split a character, a
-chunk with the finish reason, an optional usage chunk, then `data: [DONE]`); errors are OpenAI's
-`{"error": {"message", "type", "param", "code"}}`, inside a stream too. Admission, body limits, deadlines,
-priorities, disconnect handling and the error mapping are the V2 routes' own."""
+"""OpenAI-compatible routes for the served LLMs: POST /v1/chat/completions, POST /v1/completions and GET
+/v1/models (the server's /health reports each engine's state). Streaming is server-sent events (a role chunk,
+content deltas that never split a character, a chunk with the finish reason, an optional usage chunk, then
+`data: [DONE]`); errors are OpenAI's `{"error": {"message", "type", "param", "code"}}`, inside a stream too.
+Admission, body limits, deadlines, priorities, disconnect handling and the error mapping are the V2 routes' own."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ class OpenAiRoutes:
 
         return [Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/v1/completions", completions, methods=["POST"]),
-                Route("/v1/models", self.models), Route("/health", self.health)]  # fmt: skip
+                Route("/v1/models", self.models)]  # fmt: skip
 
     def every_scheduler(self) -> list[GenerationScheduler]:
         """The served models' schedulers and their canaries' or shadows'."""
@@ -154,10 +154,9 @@ class OpenAiRoutes:
         for scheduler in self.every_scheduler():
             await asyncio.to_thread(scheduler.stop)
 
-    async def health(self, request: Request) -> Response:
-        """200 when every engine is ready; 503 while loading, draining or after an engine died (with why)."""
-        states = {s.name: {"state": s.state, "reason": s.reason} for s in self.every_scheduler()}
-        return JSONResponse({"ready": self.ready(), "models": states}, status_code=200 if self.ready() else 503)
+    def states(self) -> dict[str, dict[str, str]]:
+        """Each engine's state (loading, ready, restarting, dead, stopped) and the reason of its last failure."""
+        return {s.name: {"state": s.state, "reason": s.reason} for s in self.every_scheduler()}
 
     async def models(self, request: Request) -> Response:
         """The served LLMs, as OpenAI lists models."""

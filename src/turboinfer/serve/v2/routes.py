@@ -132,6 +132,12 @@ class V2Routes:
         """Every model's session able to run."""
         return self.is_ready()
 
+    def states(self) -> dict[str, dict[str, str]]:
+        """Each model's state (ready or unavailable) and why it is unavailable."""
+        return {n: {"state": "ready", "reason": ""} if self.is_ready(m) else
+                {"state": "unavailable", "reason": m.health.reason or "loading or draining"}
+                for n, m in self.models.items()}  # fmt: skip
+
     def alive(self) -> bool:
         """A failed session heals by itself (health re-checks it): never a reason to restart the process."""
         return True

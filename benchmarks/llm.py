@@ -159,8 +159,8 @@ def cache(settings: Settings) -> None:
     gain = cache_gain(GeneratorVariant(card.name, threads=THREADS), settings, Prose(oracle), request, lambda _: None)
     print("#### The KV cache: transformers eager FP32 decode after a 512-token prompt\n")
     print(
-        f"With the cache {gain['with_cache']:.1f} tok/s (128 new tokens), without {gain['without_cache']:.2f} "
-        f"tok/s (16 new tokens; every step recomputes the whole sequence): {gain['gain']:.0f}×.\n"
+        f"With the cache {gain.with_cache:.1f} tok/s (128 new tokens), without {gain.without_cache:.2f} "
+        f"tok/s (16 new tokens; every step recomputes the whole sequence): {gain.gain:.0f}×.\n"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -29,31 +30,30 @@ def generation_profile(p: GenProfile) -> None:
           (("streams", "{}", 1), ("output_tokens_per_s", ms, 1), ("ttft_p50_s", ms, 1e3),
            ("tpot_p50_s", "{:.1f}", 1e3)))  # fmt: skip
     c, r, kv = p.cache, p.roofline, p.kv
-    per_stream = kv["bytes_per_stream_at_context"] / 2**20
-    console.print(f"KV cache: decode {c['with_cache']:.1f} tok/s with it, {c['without_cache']:.2f} without "
-                  f"(transformers, after {c['prompt']} tokens): {c['gain']:.0f}×; "
-                  f"{kv['bytes_per_token'] / 1024:.1f} KiB per token, {per_stream:.0f} MiB per stream at "
-                  f"{kv['context']} tokens")  # fmt: skip
-    bound = f"{r['decode_share_of_bound']:.0%} of the {r['decode_bound_tokens_per_s']:.0f} tok/s bound"
-    console.print(f"roofline: decode {r['decode_achieved_gbps']:.1f} GB/s of {r['bandwidth_gbps']:.1f} ({bound}); "
-                  f"prefill {r['prefill_achieved_gflops']:.0f} GOP/s against {r['fp32_peak_gflops']:.0f} FP32 and "
-                  f"{r['int8_peak_gops']:.0f} INT8 GEMM peaks ({r['prefill_share_of_int8_peak']:.0%} of INT8); "
+    console.print(f"KV cache: decode {c.with_cache:.1f} tok/s with it, {c.without_cache:.2f} without "
+                  f"(transformers, after {c.prompt} tokens): {c.gain:.0f}×; {kv.bytes_per_token / 1024:.1f} KiB "
+                  f"per token, {kv.bytes_per_stream_at_context / 2**20:.0f} MiB per stream at {kv.context} "
+                  "tokens")  # fmt: skip
+    bound = f"{r.decode_share_of_bound:.0%} of the {r.decode_bound_tokens_per_s:.0f} tok/s bound"
+    console.print(f"roofline: decode {r.decode_achieved_gbps:.1f} GB/s of {r.bandwidth_gbps:.1f} ({bound}); "
+                  f"prefill {r.prefill_achieved_gflops:.0f} GOP/s against {r.fp32_peak_gflops:.0f} FP32 and "
+                  f"{r.int8_peak_gops:.0f} INT8 GEMM peaks ({r.prefill_share_of_int8_peak:.0%} of INT8); "
                   f"peak RSS {p.peak_rss_mib:.0f} MiB")  # fmt: skip
-    if p.prefix:
-        console.print(f"shared 512-token prefix: TTFT {p.prefix['first_ttft_s'] * 1e3:.0f} → "
-                      f"{p.prefix['shared_prefix_ttft_s'] * 1e3:.0f} ms")  # fmt: skip
+    console.print(f"shared 512-token prefix: TTFT {p.prefix.first_ttft_s * 1e3:.0f} → "
+                  f"{p.prefix.shared_prefix_ttft_s * 1e3:.0f} ms")  # fmt: skip
     for i, rec in enumerate(p.recommendations, 1):
         console.print(f"{i}. [bold]{escape(rec.action)}[/] — {escape(rec.evidence)} ({escape(rec.expected_gain)})")
 
 
-def sweep(title: str, columns: tuple[str, ...], rows: list[dict[str, float]],
+def sweep(title: str, columns: tuple[str, ...], rows: Sequence[object],
           cells: tuple[tuple[str, str, float], ...]) -> None:  # fmt: skip
     """One sweep as a table: each cell a row's field, scaled and formatted."""
     table = Table(title=title)
     for column in columns:
         table.add_column(column, justify="right")
     for row in rows:
-        table.add_row(*(fmt.format(row[key] * scale if scale != 1 else row[key]) for key, fmt, scale in cells))
+        values = ((getattr(row, key), fmt, scale) for key, fmt, scale in cells)
+        table.add_row(*(fmt.format(value * scale if scale != 1 else value) for value, fmt, scale in values))
     console.print(table)
 
 

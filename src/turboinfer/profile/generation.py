@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -44,26 +44,105 @@ class GenProfileRequest:
         return cls(prompts=(64, 256, 512), depths=(16, 512), streams=(1, 4), generate=16, no_cache_tokens=4)
 
 
-@dataclass
+@dataclass(frozen=True)
+class PrefillRow:
+    """One prompt length: time to the first token and prefill speed."""
+
+    prompt: int
+    ttft_s: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class DecodeRow:
+    """One context depth: decode speed and time per output token."""
+
+    depth: int
+    tokens_per_s: float
+    tpot_s: float
+
+
+@dataclass(frozen=True)
+class StreamsRow:
+    """One number of concurrent streams: aggregate output and per-stream latencies."""
+
+    streams: int
+    output_tokens_per_s: float
+    ttft_p50_s: float
+    tpot_p50_s: float
+
+
+@dataclass(frozen=True)
+class CacheGain:
+    """The oracle's decode with and without its KV cache, after `prompt` tokens."""
+
+    with_cache: float
+    without_cache: float
+    gain: float
+    prompt: int
+
+
+@dataclass(frozen=True)
+class PrefixReuse:
+    """TTFT of a 512-token prompt, and of the same prefix again."""
+
+    first_ttft_s: float
+    shared_prefix_ttft_s: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class KvFootprint:
+    """What the KV cache holds per token and per stream at the full context."""
+
+    bytes_per_token: float
+    bytes_per_stream_at_context: float
+    precision_bytes: float
+    context: int
+
+
+@dataclass(frozen=True)
+class GenRoofline:
+    """Decode against memory bandwidth, prefill against the GEMM peaks."""
+
+    bandwidth_gbps: float
+    fp32_peak_gflops: float
+    decode_bytes_per_token: float
+    decode_achieved_gbps: float
+    decode_bound_tokens_per_s: float
+    decode_share_of_bound: float
+    prefill_achieved_gflops: float
+    prefill_share_of_peak: float
+    int8_peak_gops: float
+    prefill_share_of_int8_peak: float
+    weight_bytes: float
+
+
+@dataclass(frozen=True)
 class GenProfile:
-    """Everything measured, JSON-ready through to_dict."""
+    """Everything measured; JSON through to_dict (its shape: each part a mapping or a list of them)."""
 
     variant: dict[str, Any]
     engine: dict[str, Any]
     machine: dict[str, Any]
-    prefill: list[dict[str, float]] = field(default_factory=list)
-    decode: list[dict[str, float]] = field(default_factory=list)
-    cache: dict[str, float] = field(default_factory=dict)
-    streams: list[dict[str, float]] = field(default_factory=list)
-    prefix: dict[str, float] = field(default_factory=dict)
-    kv: dict[str, float] = field(default_factory=dict)
-    roofline: dict[str, float] = field(default_factory=dict)
+    prefill: list[PrefillRow]
+    decode: list[DecodeRow]
+    cache: CacheGain
+    streams: list[StreamsRow]
+    prefix: PrefixReuse
+    kv: KvFootprint
+    roofline: GenRoofline
     recommendations: list[Recommendation] = field(default_factory=list)
     peak_rss_mib: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (seconds, bytes, tokens/s)."""
-        data = {k: v for k, v in self.__dict__.items() if k != "recommendations"}
+        parts: list[Any] = [self.cache, self.prefix, self.kv, self.roofline]
+        rows: dict[str, list[Any]] = {"prefill": self.prefill, "decode": self.decode, "streams": self.streams}
+        data: dict[str, Any] = {"variant": self.variant, "engine": self.engine, "machine": self.machine}
+        data |= {name: [asdict(row) for row in value] for name, value in rows.items()}
+        data |= {name: asdict(part) for name, part in zip(("cache", "prefix", "kv", "roofline"), parts, strict=True)}
+        data["peak_rss_mib"] = self.peak_rss_mib
         data["recommendations"] = [r.to_dict() for r in self.recommendations]
         return data
 
@@ -79,34 +158,35 @@ def profile_generator(
     say(f"loading {variant.label}")
     generator = open_generator(variant, settings)
     prose = Prose(generator)
-    out = GenProfile(variant.to_dict(), generator.describe(), {"cpu": cpu.model, "usable_cpus": cpu.usable_cpus})
     generator.generate(GenerationRequest(prose.window(32), max_tokens=4, ignore_eos=True))  # warm-up
+    prefill = []
     for length in (n for n in request.prompts if n < card.context):  # the model's context bounds the sweep
         say(f"prefill, {length}-token prompt")
         result = generator.generate(GenerationRequest(prose.window(length), max_tokens=1, ignore_eos=True))
-        out.prefill.append({"prompt": length, "ttft_s": result.ttft_s, "tokens_per_s": length / result.ttft_s})
+        prefill.append(PrefillRow(length, result.ttft_s, length / result.ttft_s))
+    decode = []
     for depth in (d for d in request.depths if d + request.generate <= card.context):
         say(f"decode at depth {depth}")
         result = generator.generate(
             GenerationRequest(prose.window(depth), max_tokens=request.generate, ignore_eos=True)
         )
-        rate = result.decode_rate
-        out.decode.append({"depth": depth, "tokens_per_s": rate, "tpot_s": 1 / rate})
-    out.streams = stream_sweep(generator, prose, request, card, say)
-    out.prefix = prefix_reuse(generator, prose)
-    out.cache = cache_gain(variant, settings, prose, request, say)
+        decode.append(DecodeRow(depth, result.decode_rate, 1 / result.decode_rate))
+    streams = stream_sweep(generator, prose, request, card, say)
+    prefix = prefix_reuse(generator, prose)
+    cache = cache_gain(variant, settings, prose, request, say)
     kv_bytes = KV_VALUE_BYTES.get(variant.kv_cache, 4.0)
     per_token = card.kv_values_per_token() * kv_bytes
-    out.kv = {"bytes_per_token": per_token, "bytes_per_stream_at_context": per_token * card.context,
-              "precision_bytes": kv_bytes, "context": card.context}  # fmt: skip
+    kv = KvFootprint(per_token, per_token * card.context, kv_bytes, card.context)
     say("roofline ceilings")
-    out.roofline = roofline(card, variant, out, threads)
-    out.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out.recommendations = diagnose_generation(out, variant)
-    return out
+    roof = roofline(card, variant, prefill, decode, kv, threads)
+    out = GenProfile(variant.to_dict(), generator.describe(), {"cpu": cpu.model, "usable_cpus": cpu.usable_cpus},
+                     prefill, decode, cache, streams, prefix, kv, roof,
+                     peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # fmt: skip
+    return replace(out, recommendations=diagnose_generation(out, variant))
 
 
-def stream_sweep(generator: Any, prose: Prose, request: GenProfileRequest, card: LlmCard, say: Progress) -> list:
+def stream_sweep(generator: Any, prose: Prose, request: GenProfileRequest, card: LlmCard,
+                 say: Progress) -> list[StreamsRow]:  # fmt: skip
     """Aggregate output tokens/s by concurrent streams (engines that batch streams; one stream for the others)."""
     rows = []
     for streams in request.streams if hasattr(generator, "generate_many") else (1,):
@@ -114,23 +194,23 @@ def stream_sweep(generator: Any, prose: Prose, request: GenProfileRequest, card:
         say(f"{streams} concurrent streams")
         results, seconds = concurrent_run(generator, prose, streams, 64, request.generate)
         tpots = [r.tpot_s for r in results if r.tpot_s]
-        rows.append({"streams": streams, "output_tokens_per_s": sum(r.completion_tokens for r in results) / seconds,
-                     "ttft_p50_s": float(np.median([r.ttft_s for r in results])),
-                     "tpot_p50_s": float(np.median(tpots)) if tpots else float("nan")})  # fmt: skip
+        rows.append(StreamsRow(streams, sum(r.completion_tokens for r in results) / seconds,
+                               float(np.median([r.ttft_s for r in results])),
+                               float(np.median(tpots)) if tpots else float("nan")))  # fmt: skip
     return rows
 
 
-def prefix_reuse(generator: Any, prose: Prose) -> dict[str, float]:
+def prefix_reuse(generator: Any, prose: Prose) -> PrefixReuse:
     """TTFT of a 512-token prompt, then of the same prompt again with another ending (a shared system prompt)."""
     shared = prose.window(512)
     first = generator.generate(GenerationRequest(shared + prose.window(8), max_tokens=1, ignore_eos=True))
     again = generator.generate(GenerationRequest(shared + prose.window(8), max_tokens=1, ignore_eos=True))
-    return {"first_ttft_s": first.ttft_s, "shared_prefix_ttft_s": again.ttft_s, "speedup": first.ttft_s / again.ttft_s}
+    return PrefixReuse(first.ttft_s, again.ttft_s, first.ttft_s / again.ttft_s)
 
 
 def cache_gain(
     variant: GeneratorVariant, settings: Settings, prose: Prose, request: GenProfileRequest, say: Progress
-) -> dict[str, float]:
+) -> CacheGain:
     """Decode tokens/s of the transformers oracle with and without its KV cache, after a 512-token prompt."""
     rates = {}
     prompt = prose.window(512)
@@ -141,27 +221,27 @@ def cache_gain(
         tokens = request.generate if use_cache else request.no_cache_tokens
         result = oracle.generate(GenerationRequest(prompt, max_tokens=tokens, ignore_eos=True))
         rates["with_cache" if use_cache else "without_cache"] = result.decode_rate
-    return {**rates, "gain": rates["with_cache"] / rates["without_cache"], "prompt": 512}
+    return CacheGain(rates["with_cache"], rates["without_cache"], rates["with_cache"] / rates["without_cache"], 512)
 
 
-def roofline(card: LlmCard, variant: GeneratorVariant, profile: GenProfile, threads: int) -> dict[str, float]:
+def roofline(card: LlmCard, variant: GeneratorVariant, prefill: list[PrefillRow], decode: list[DecodeRow],
+             kv: KvFootprint, threads: int) -> GenRoofline:  # fmt: skip
     """Decode against memory bandwidth (weights + KV read per token) and prefill against the FP32 GEMM peak."""
     bandwidth = memory_bandwidth_gbps(threads).value * 1e9
     peak = gemm_fp32_gflops(threads).value * 1e9
     int8 = gemm_throughput("int8", threads).value * 1e9  # engines run 4/8-bit weights on integer units
     weights = card.weight_bytes(variant.weights)
-    first = profile.decode[0]
-    kv_read = profile.kv["bytes_per_token"] * first["depth"]
-    per_token = weights + kv_read
-    best = max(profile.prefill, key=lambda row: row["tokens_per_s"])
+    first = decode[0]
+    per_token = weights + kv.bytes_per_token * first.depth
+    best = max(row.tokens_per_s for row in prefill)
     flops = 2 * card.parameters  # per token, weights only (attention adds 4·layers·hidden·context)
-    return {"bandwidth_gbps": bandwidth / 1e9, "fp32_peak_gflops": peak / 1e9, "decode_bytes_per_token": per_token,
-            "decode_achieved_gbps": per_token * first["tokens_per_s"] / 1e9,
-            "decode_bound_tokens_per_s": bandwidth / per_token,
-            "decode_share_of_bound": first["tokens_per_s"] / (bandwidth / per_token),
-            "prefill_achieved_gflops": flops * best["tokens_per_s"] / 1e9,
-            "prefill_share_of_peak": flops * best["tokens_per_s"] / peak, "int8_peak_gops": int8 / 1e9,
-            "prefill_share_of_int8_peak": flops * best["tokens_per_s"] / int8, "weight_bytes": weights}  # fmt: skip
+    return GenRoofline(
+        bandwidth_gbps=bandwidth / 1e9, fp32_peak_gflops=peak / 1e9, decode_bytes_per_token=per_token,
+        decode_achieved_gbps=per_token * first.tokens_per_s / 1e9, decode_bound_tokens_per_s=bandwidth / per_token,
+        decode_share_of_bound=first.tokens_per_s / (bandwidth / per_token),
+        prefill_achieved_gflops=flops * best / 1e9, prefill_share_of_peak=flops * best / peak,
+        int8_peak_gops=int8 / 1e9, prefill_share_of_int8_peak=flops * best / int8, weight_bytes=weights,
+    )  # fmt: skip
 
 
 def diagnose_generation(p: GenProfile, variant: GeneratorVariant) -> list[Recommendation]:
@@ -169,41 +249,41 @@ def diagnose_generation(p: GenProfile, variant: GeneratorVariant) -> list[Recomm
     out = []
     r = p.roofline
     if variant.weights in ("fp32", "bf16", "fp16", "int8", "q8_0"):
-        four_bit = r["weight_bytes"] * BYTES_PER_WEIGHT["int4"] / BYTES_PER_WEIGHT[variant.weights]
+        four_bit = r.weight_bytes * BYTES_PER_WEIGHT["int4"] / BYTES_PER_WEIGHT[variant.weights]
         out.append(Recommendation(
             "weight-quantization", "quantize the weights to 4 bits (ORT GenAI int4) if `turboinfer optimize` finds "
             "them inside the fidelity budget",
-            f"decode reads {r['weight_bytes'] / 2**20:.0f} MiB of {variant.weights} weights per token; the bound "
-            f"at {r['bandwidth_gbps']:.0f} GB/s is {r['decode_bound_tokens_per_s']:.0f} tok/s",
-            f"a bandwidth bound {r['weight_bytes'] / four_bit:.1f}× higher", 0.9,
+            f"decode reads {r.weight_bytes / 2**20:.0f} MiB of {variant.weights} weights per token; the bound "
+            f"at {r.bandwidth_gbps:.0f} GB/s is {r.decode_bound_tokens_per_s:.0f} tok/s",
+            f"a bandwidth bound {r.weight_bytes / four_bit:.1f}× higher", 0.9,
         ))  # fmt: skip
-    if r["decode_share_of_bound"] < 0.5:
+    if r.decode_share_of_bound < 0.5:
         out.append(Recommendation(
             "decode-overhead", "the per-token fixed cost dominates: batch streams, or an engine with fused kernels",
-            f"decode runs at {r['decode_share_of_bound']:.0%} of its bandwidth bound ({p.decode[0]['tokens_per_s']:.0f}"
-            f" of {r['decode_bound_tokens_per_s']:.0f} tok/s): small kernels, sampling and Python cost more than the "
+            f"decode runs at {r.decode_share_of_bound:.0%} of its bandwidth bound ({p.decode[0].tokens_per_s:.0f}"
+            f" of {r.decode_bound_tokens_per_s:.0f} tok/s): small kernels, sampling and Python cost more than the "
             "weights",
-            "closer to the bound", 0.5 + 0.4 * (1 - r["decode_share_of_bound"]),
+            "closer to the bound", 0.5 + 0.4 * (1 - r.decode_share_of_bound),
         ))  # fmt: skip
-    if len(p.streams) > 1 and p.streams[-1]["output_tokens_per_s"] > 1.5 * p.streams[0]["output_tokens_per_s"]:
-        gain = p.streams[-1]["output_tokens_per_s"] / p.streams[0]["output_tokens_per_s"]
+    if len(p.streams) > 1 and p.streams[-1].output_tokens_per_s > 1.5 * p.streams[0].output_tokens_per_s:
+        gain = p.streams[-1].output_tokens_per_s / p.streams[0].output_tokens_per_s
         out.append(Recommendation(
             "continuous-batching", "serve with continuous batching (many streams per engine step)",
-            f"{p.streams[-1]['streams']} streams give {p.streams[-1]['output_tokens_per_s']:.0f} output tok/s against "
-            f"{p.streams[0]['output_tokens_per_s']:.0f} for one", f"{gain:.1f}× output throughput", 0.8,
+            f"{p.streams[-1].streams} streams give {p.streams[-1].output_tokens_per_s:.0f} output tok/s against "
+            f"{p.streams[0].output_tokens_per_s:.0f} for one", f"{gain:.1f}× output throughput", 0.8,
         ))  # fmt: skip
-    if p.prefix and p.prefix["speedup"] > 1.5:
+    if p.prefix.speedup > 1.5:
         out.append(Recommendation(
             "prefix-caching", "keep prefix caching on for requests that share a system prompt",
-            f"a repeated 512-token prefix: TTFT {p.prefix['first_ttft_s'] * 1e3:.0f} → "
-            f"{p.prefix['shared_prefix_ttft_s'] * 1e3:.0f} ms", f"{p.prefix['speedup']:.1f}× TTFT", 0.6,
+            f"a repeated 512-token prefix: TTFT {p.prefix.first_ttft_s * 1e3:.0f} → "
+            f"{p.prefix.shared_prefix_ttft_s * 1e3:.0f} ms", f"{p.prefix.speedup:.1f}× TTFT", 0.6,
         ))  # fmt: skip
     long = p.decode[-1]
-    if len(p.decode) > 1 and long["tokens_per_s"] < 0.8 * p.decode[0]["tokens_per_s"]:
+    if len(p.decode) > 1 and long.tokens_per_s < 0.8 * p.decode[0].tokens_per_s:
         out.append(Recommendation(
             "kv-precision", "store the KV cache in 8 bits at long contexts (OpenVINO GenAI KV_CACHE_PRECISION=u8)",
-            f"decode slows from {p.decode[0]['tokens_per_s']:.0f} to {long['tokens_per_s']:.0f} tok/s at depth "
-            f"{long['depth']} ({p.kv['bytes_per_token'] * long['depth'] / 2**20:.0f} MiB of KV read per token)",
+            f"decode slows from {p.decode[0].tokens_per_s:.0f} to {long.tokens_per_s:.0f} tok/s at depth "
+            f"{long.depth} ({p.kv.bytes_per_token * long.depth / 2**20:.0f} MiB of KV read per token)",
             "less KV traffic per token", 0.4,
         ))  # fmt: skip
     out.append(Recommendation(

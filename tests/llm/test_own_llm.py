@@ -42,7 +42,7 @@ def test_the_facts_are_read_from_the_file(own_llms, family, layout, facts):
 @pytest.mark.parametrize(
     ("family", "kind"),
     [
-        ("llama", "gguf"),
+        pytest.param("llama", "gguf", marks=pytest.mark.slow),  # the zoo GGUF on ORT: tests/runtime/llm/test_llm.py
         ("gemma3", "hf"),
         pytest.param("qwen3", "gguf", marks=pytest.mark.slow),
         pytest.param("phi3", "gguf", marks=pytest.mark.slow),

@@ -5,8 +5,17 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def new_figure(**options: Any) -> Figure:
+    """A matplotlib Figure (imported on first use: a command that draws nothing does not pay for matplotlib)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
 
 
 def to_data_uri(figure: Figure) -> str:
@@ -18,7 +27,7 @@ def to_data_uri(figure: Figure) -> str:
 
 def bars(labels: Sequence[str], values: Sequence[float], xlabel: str, title: str) -> str:
     """Horizontal bar chart."""
-    figure = Figure(figsize=(6.4, 0.45 * len(labels) + 1.2))
+    figure = new_figure(figsize=(6.4, 0.45 * len(labels) + 1.2))
     axes = figure.subplots()
     axes.barh(list(labels)[::-1], list(values)[::-1], color="#3b6ea8")
     axes.set_xlabel(xlabel)
@@ -28,7 +37,7 @@ def bars(labels: Sequence[str], values: Sequence[float], xlabel: str, title: str
 
 def stacked_bars(labels: Sequence[str], parts: dict[str, Sequence[float]], xlabel: str, title: str) -> str:
     """Horizontal bars split into named parts (e.g. time per stage), with a legend."""
-    figure = Figure(figsize=(6.4, 0.5 * len(labels) + 1.6))
+    figure = new_figure(figsize=(6.4, 0.5 * len(labels) + 1.6))
     axes = figure.subplots()
     left = [0.0] * len(labels)
     for name, values in parts.items():
@@ -44,7 +53,7 @@ def histogram(samples_ms: Sequence[float], title: str) -> str:
     """Latency histogram with the median and p99 marked."""
     import numpy as np
 
-    figure = Figure(figsize=(6.4, 3.2))
+    figure = new_figure(figsize=(6.4, 3.2))
     axes = figure.subplots()
     axes.hist(samples_ms, bins=40, color="#3b6ea8")
     for q, style in ((50, "-"), (99, "--")):
@@ -58,7 +67,7 @@ def histogram(samples_ms: Sequence[float], title: str) -> str:
 
 def curve(xs: Sequence[float], ys: Sequence[float], xlabel: str, ylabel: str, title: str, log_x: bool = False) -> str:
     """One line with markers."""
-    figure = Figure(figsize=(4.8, 3.2))
+    figure = new_figure(figsize=(4.8, 3.2))
     axes = figure.subplots()
     axes.plot(xs, ys, marker="o", color="#3b6ea8")
     if log_x:
@@ -75,7 +84,7 @@ def roofline(points: Sequence[tuple[float, float, str]], peak_gflops: float, ban
     points; labels starting "model" are drawn larger."""
     import numpy as np
 
-    figure = Figure(figsize=(6.4, 4.2))
+    figure = new_figure(figsize=(6.4, 4.2))
     axes = figure.subplots()
     intensities = [p[0] for p in points] or [1.0]
     x = np.logspace(np.log10(min(min(intensities), 0.05)), np.log10(max(max(intensities), 100)), 200)
@@ -96,7 +105,7 @@ def roofline(points: Sequence[tuple[float, float, str]], peak_gflops: float, ban
 def pareto(points: Sequence[tuple[float, float, str, bool]], least: float, xlabel: str, title: str) -> str:
     """Speed-up (×, higher is faster) against fidelity, one point per candidate: filled when inside the budget,
     hollow when not; the budget's least fidelity as a dashed line; the chosen point labelled."""
-    figure = Figure(figsize=(6.8, 4.4))
+    figure = new_figure(figsize=(6.8, 4.4))
     axes = figure.subplots()
     for speedup, fid, label, fits in points:
         face = "#3b6ea8" if fits else "none"

@@ -68,17 +68,17 @@ class CaseStudyConfig:
     @property
     def step_seconds(self) -> float:
         """Length of one load step of the rate sweep."""
-        return 2.0 if self.quick else 8.0
+        return 1.0 if self.quick else 8.0
 
     @property
     def min_requests(self) -> int:
         """Fewest requests one load step sends (slow contenders get longer steps)."""
-        return 8 if self.quick else 30
+        return 6 if self.quick else 30
 
     @property
     def samples(self) -> int:
         """Sequential queries for the stage breakdown; recall queries are 8× this."""
-        return 6 if self.quick else 25
+        return 4 if self.quick else 25
 
 
 def contenders(optimized_variant_path: Path, config: CaseStudyConfig) -> list[Contender]:

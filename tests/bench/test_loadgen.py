@@ -51,6 +51,7 @@ def test_rate_sweep_finds_the_capacity(server):
     assert len(tried) >= 3
 
 
+@pytest.mark.slow  # the sweep's search is covered by test_rate_sweep_finds_the_capacity
 def test_rate_sweep_comes_down_when_it_starts_above_the_capacity(server):
     best, tried = asyncio.run(
         rate_sweep(f"{server}/slow", BODY, p99_target_s=0.15, start_rate=400, step_seconds=1.0, refine_steps=1)

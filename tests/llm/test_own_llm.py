@@ -83,6 +83,7 @@ def test_an_engine_that_cannot_run_the_architecture_says_so(own_llms, settings):
         open_generator(GeneratorVariant(folder, "openvino-genai"), settings)
 
 
+@pytest.mark.slow  # in the default suite on the IR engine: tests/runtime/llm/test_openvino_ir.py
 def test_prompt_lookup_leaves_greedy_output_unchanged(settings):
     plain = open_generator(GeneratorVariant("smollm2-135m", kv_cache="f32", threads=2), settings)
     looked = open_generator(GeneratorVariant("smollm2-135m", kv_cache="f32", threads=2, prompt_lookup=4), settings)

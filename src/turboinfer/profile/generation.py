@@ -120,7 +120,7 @@ class GenRoofline:
 
 @dataclass(frozen=True)
 class GenProfile:
-    """Everything measured; JSON through to_dict (its shape: each part a mapping or a list of them)."""
+    """Everything measured; JSON through to_dict (each part a mapping, each sweep a list of them)."""
 
     variant: dict[str, Any]
     engine: dict[str, Any]
@@ -137,14 +137,7 @@ class GenProfile:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (seconds, bytes, tokens/s)."""
-        parts: list[Any] = [self.cache, self.prefix, self.kv, self.roofline]
-        rows: dict[str, list[Any]] = {"prefill": self.prefill, "decode": self.decode, "streams": self.streams}
-        data: dict[str, Any] = {"variant": self.variant, "engine": self.engine, "machine": self.machine}
-        data |= {name: [asdict(row) for row in value] for name, value in rows.items()}
-        data |= {name: asdict(part) for name, part in zip(("cache", "prefix", "kv", "roofline"), parts, strict=True)}
-        data["peak_rss_mib"] = self.peak_rss_mib
-        data["recommendations"] = [r.to_dict() for r in self.recommendations]
-        return data
+        return asdict(self)
 
 
 def profile_generator(

@@ -253,9 +253,9 @@ class V2Routes:
                 ready_only = raw.strip() and parse_object(raw, "request body").boolean("ready")
             except Exception as err:
                 return self.failure(err, access_info(request)["id"])[1]
-            rows = [{"name": n, "version": m.version, "state": "READY" if self.is_ready(m) else "UNAVAILABLE",
-                     "reason": "" if self.is_ready(m) else m.health.reason or "loading or draining"}
-                    for n, m in self.models.items()]  # fmt: skip
+            states = self.states()
+            rows = [{"name": n, "version": m.version, "state": states[n]["state"].upper(),
+                     "reason": states[n]["reason"]} for n, m in self.models.items()]  # fmt: skip
             return JSONResponse([r for r in rows if r["state"] == "READY" or not ready_only])
 
         async def model_control(request: Request) -> Response:

@@ -98,13 +98,20 @@ def test_prompt_lookup_leaves_greedy_output_unchanged(settings):
         GeneratorVariant("smollm2-135m", prompt_lookup=4).checked()
 
 
-def test_overrides_give_a_chat_template_stop_tokens_and_a_smaller_context(own_llms, settings, tmp_path):
-    gguf = tmp_path / "model.gguf"
-    shutil.copy(own_llms.gguf("llama", "q4_0"), gguf)
-    (tmp_path / "model.gguf.llm.json").write_text(json.dumps(
+def test_a_moved_file_keeps_its_build_and_overrides_give_a_chat_template_stop_tokens_and_a_smaller_context(
+    own_llms, settings, tmp_path
+):
+    shipped = own_llms.gguf("llama", "q4_0")
+    built = build_llm(str(shipped), settings).hf_folder / "model.safetensors"
+    gguf = tmp_path / shipped.name
+    shutil.copy(shipped, gguf)
+    (tmp_path / f"{shipped.name}.llm.json").write_text(json.dumps(
         {"chat_template": "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>",
          "stop_token_ids": [7], "context": 512}))  # fmt: skip
+    before = built.stat().st_mtime_ns
     card = build_llm(str(gguf), settings)
+    assert card.source == gguf.resolve() and card.hf_folder / "model.safetensors" == built
+    assert built.stat().st_mtime_ns == before  # the same name and bytes elsewhere: not built again
     assert card.context == 512 and card.overrides.stop_token_ids == (7,)
     generator = open_generator(GeneratorVariant(str(gguf), "transformers", "fp32", threads=2), settings)
     assert generator.chat([{"role": "user", "content": "hi"}]) == "<user>hi<assistant>"

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -175,28 +175,28 @@ def llm_folder(settings: Settings, name: str, sha256: str) -> Path:
 
 def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
     """The built LLM (a GGUF's safetensors folder exported once, needs the torch extra; the Q8_0 GGUF that OpenVINO
-    GenAI serves, where it runs the architecture), reused while the source's sha256 and the tool versions match;
-    overrides (MODEL.llm.json) applied on top. A failed build leaves nothing in the cache."""
+    GenAI serves, where it runs the architecture), reused while the source's sha256 and the tool versions match
+    (wherever the file now lies); overrides (MODEL.llm.json) applied on top. A failed build leaves nothing in the
+    cache."""
     name, path = llm_source(text)
     facts = facts_of(path)
     sha, versions, kind = source_sha256(path), tool_versions(), source_kind(path)
     final = llm_folder(settings, name, sha)
+    hf = final / "hf" if kind == "gguf" else path
     overrides = read_overrides(path)
     if not force and (final / LLM_CARD).is_file():
         try:
             card = load_llm_card(final / LLM_CARD)
         except InvalidModel:  # a card an older turboinfer wrote: built again
             card = None
-        same = card is not None and (card.sha256, card.versions, card.source) == (sha, versions, path)
-        if card is not None and same and (card.hf_folder / "config.json").is_file():
-            return overrides.apply(card)
+        if card is not None and (card.sha256, card.versions) == (sha, versions) and (hf / "config.json").is_file():
+            return overrides.apply(card if card.source == path else moved(card, path, hf))
     final.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{name}-") as tmp:
         if kind == "gguf":
             from turboinfer.runtime.llm.transformers import export_safetensors
 
             export_safetensors(path, Path(tmp) / "hf")
-        hf = final / "hf" if kind == "gguf" else path
         entry = next((e for e in LLMS if e.name == name), None)
         card = LlmCard(**asdict(facts), name=name, source=path, kind=kind, hf_folder=hf, folder=final, sha256=sha,
                        versions=versions, description=entry.description if entry else "")  # fmt: skip
@@ -208,6 +208,16 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
     if card.gguf is not None and card.architecture in OPENVINO_GGUF_ARCHITECTURES:
         openvino_gguf(card, REQUANTIZED)
     return overrides.apply(card)
+
+
+def moved(card: LlmCard, source: Path, hf_folder: Path) -> LlmCard:
+    """The card of a build whose source (the same name and bytes) now lies elsewhere: what was built stands, the
+    card follows the file (rewritten whole, so a reader sees the old card or the new one)."""
+    card = replace(card, source=source, hf_folder=hf_folder)
+    with tempfile.NamedTemporaryFile("w", dir=card.folder, prefix=".card-", suffix=".json", delete=False) as tmp:
+        tmp.write(json.dumps(card.to_dict(), indent=2))
+    Path(tmp.name).replace(card.folder / LLM_CARD)
+    return card
 
 
 def openvino_weights(card: LlmCard) -> tuple[str, ...]:

@@ -90,10 +90,6 @@ def llamacpp_problem(gguf: str) -> str:
     return f"crashed on a 500-word prompt (exit code {done.returncode})"
 
 
-def cell(rate: dict[str, Any]) -> str:
-    return f"{rate['median']:.1f} ({rate['ci95'][0]:.1f}–{rate['ci95'][1]:.1f})"
-
-
 def engines(settings: Settings) -> None:
     card = build_llm("smollm2-135m", settings)
     bandwidth = memory_bandwidth_gbps(THREADS).value
@@ -118,8 +114,8 @@ def engines(settings: Settings) -> None:
     for label, weights, generator in runs:
         result = bench_generator(label, generator, CONFIG).summary()
         bound = bandwidth * 1e9 / card.weight_bytes(weights)
-        tg = result["tg"][CONFIG.depths[0]]
-        print(f"| {label} | {weights} | {cell(result['pp'])} | {cell(tg)} | {bound:.0f} | {tg['median'] / bound:.2f} |",
+        tg = result.tg[CONFIG.depths[0]]
+        print(f"| {label} | {weights} | {result.pp.text()} | {tg.text()} | {bound:.0f} | {tg.median / bound:.2f} |",
               flush=True)  # fmt: skip
         del generator
     print()

@@ -140,13 +140,13 @@ def main() -> None:
     for family in sorted({f for f, _ in families}):
         print(f"| {family} | " + " | ".join(str(families[(family, s)] or "") for s in statuses) + " |")
     summary = run.summary()
-    print(f"\nUnder load ({STREAMS} streams, {len(run.records)} requests of 64 tokens): {summary['completed']} "
-          f"completed, {summary['failed']} failed {summary['errors']}; engine restarts {restarts:.0f}")  # fmt: skip
+    print(f"\nUnder load ({STREAMS} streams, {len(run.records)} requests of 64 tokens): {summary.completed} "
+          f"completed, {summary.failed} failed {summary.errors}; engine restarts {restarts:.0f}")  # fmt: skip
     print("\n| kill | time to ready s | in-flight requests failed |\n| --- | --- | --- |")
     for i, (ready, lost) in enumerate(kills, 1):
         print(f"| {i} | {ready:.1f} | {lost:.0f} |")
     in_flight = sum(lost for _, lost in kills)
-    print(f"\nfailed by the load generator {summary['failed']} = failed in flight {in_flight:.0f}; "
+    print(f"\nfailed by the load generator {summary.failed} = failed in flight {in_flight:.0f}; "
           f"tracebacks in the server log: {tracebacks}")  # fmt: skip
 
 

@@ -58,10 +58,10 @@ def load(url: str, **extra: Any) -> OpenAiLoad:
 
 def row(server: str, label: str, run: LoadRun) -> str:
     s = run.summary()
-    decode = 1000 / s["tpot_ms"]["median"] if s["tpot_ms"]["median"] == s["tpot_ms"]["median"] else float("nan")
-    return (f"| {server} | {label} | {s['completed']} | {s['failed']} | {s['output_throughput']:.1f} | "
-            f"{s['ttft_ms']['median']:.0f} | {s['ttft_ms']['p99']:.0f} | {s['tpot_ms']['median']:.1f} | "
-            f"{s['tpot_ms']['p99']:.1f} | {s['itl_ms']['p99']:.1f} | {decode:.0f} |")  # fmt: skip
+    decode = 1000 / s.tpot_ms.median if s.tpot_ms.median == s.tpot_ms.median else float("nan")
+    return (f"| {server} | {label} | {s.completed} | {s.failed} | {s.output_throughput:.1f} | "
+            f"{s.ttft_ms.median:.0f} | {s.ttft_ms.p99:.0f} | {s.tpot_ms.median:.1f} | "
+            f"{s.tpot_ms.p99:.1f} | {s.itl_ms.p99:.1f} | {decode:.0f} |")  # fmt: skip
 
 
 def raw_throughput(settings: Settings, streams: int, requests: int) -> float:
@@ -104,9 +104,9 @@ def goodput_rate(url: str, rates: tuple[float, ...], requests: int = 24) -> tupl
     for i, rate in enumerate(rates):
         run = asyncio.run(open_loop(load(url), rate, requests, step=100 + i))
         s = run.summary()
-        rows.append(f"| {rate:g} | {s['good_share']:.3f} | {s['goodput']:.2f} | {s['ttft_ms']['p99']:.0f} | "
-                    f"{s['tpot_ms']['p99']:.1f} | {s['failed']} |")  # fmt: skip
-        if s["good_share"] < 0.99:
+        rows.append(f"| {rate:g} | {s.good_share:.3f} | {s.goodput:.2f} | {s.ttft_ms.p99:.0f} | "
+                    f"{s.tpot_ms.p99:.1f} | {s.failed} |")  # fmt: skip
+        if s.good_share < 0.99:
             break
         best = rate
     return best, rows
@@ -152,12 +152,12 @@ def overload_one(rate: float, label: str, options: tuple[str, ...]) -> None:
     finally:
         stop(process)
     print(f"#### Overload: turboinfer, {label}, 3 × {rate:g} req/s\n")
-    lost = loaded["failed"] - sum(v for k, v in loaded["errors"].items() if k in ("429", "503"))
-    print(f"- unloaded ({rate * 0.5:g} req/s): {unloaded['completed']} answered, refused {unloaded['errors']}; "
-          f"TTFT p99 {unloaded['ttft_ms']['p99']:.0f} ms")  # fmt: skip
-    print(f"- 3× ({rate * 3:g} req/s): {loaded['completed']} answered, refused {loaded['errors']}, refusal median "
-          f"{loaded['refusal_ms']['median']:.1f} ms / p99 {loaded['refusal_ms']['p99']:.1f} ms; admitted TTFT p99 "
-          f"{loaded['ttft_ms']['p99']:.0f} ms ({loaded['ttft_ms']['p99'] / unloaded['ttft_ms']['p99']:.2f}× "
+    lost = loaded.failed - sum(v for k, v in loaded.errors.items() if k in ("429", "503"))
+    print(f"- unloaded ({rate * 0.5:g} req/s): {unloaded.completed} answered, refused {unloaded.errors}; "
+          f"TTFT p99 {unloaded.ttft_ms.p99:.0f} ms")  # fmt: skip
+    print(f"- 3× ({rate * 3:g} req/s): {loaded.completed} answered, refused {loaded.errors}, refusal median "
+          f"{loaded.refusal_ms.median:.1f} ms / p99 {loaded.refusal_ms.p99:.1f} ms; admitted TTFT p99 "
+          f"{loaded.ttft_ms.p99:.0f} ms ({loaded.ttft_ms.p99 / unloaded.ttft_ms.p99:.2f}× "
           f"unloaded); lost (neither answered nor refused): {lost}\n")  # fmt: skip
 
 

@@ -106,9 +106,9 @@ def search(settings: Settings, plan: Plan, eager: bool) -> None:
     print(f"Inputs: {result.inputs}\n")
     outcome_table(result)
     if result.culprits:
-        trials = ", ".join(f"{t['float_nodes']} ({t['excluded']} excluded) → {t['metric']:.3f}"
-                           for t in result.culprits["trials"])  # fmt: skip
-        print(f"Culprit finder on {result.culprits['candidate']}: culprits kept in float → tuning metric: {trials}.\n")
+        trials = ", ".join(f"{t.float_nodes} ({t.excluded} excluded) → {t.metric:.3f}"
+                           for t in result.culprits.trials)  # fmt: skip
+        print(f"Culprit finder on {result.culprits.candidate}: culprits kept in float → tuning metric: {trials}.\n")
     if result.true_top1:
         print(f"True top-1 on foolbox's 20 labelled ImageNet photos: original {result.true_top1['original']:.2f}, "
               f"chosen {result.true_top1['chosen']:.2f}.\n")  # fmt: skip

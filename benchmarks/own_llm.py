@@ -94,19 +94,15 @@ def engines(model: str, settings: Settings, only: str = "") -> None:
     for variant in [GeneratorVariant(model, "transformers", "fp32", threads=THREADS), *found]:
         generator = oracle if variant.engine == "transformers" else open_generator(variant, settings)
         s = bench_generator(variant.label, generator, CONFIG).summary()
-        tg = next(iter(s["tg"].values()))
+        tg = s.decode
         bound = bandwidth * 1e9 / card.weight_bytes(variant.weights)
         f = fidelity_of(generator, oracle, text, prompts) if generator is not oracle else {}
         forced = (f"{f['next_token_agreement']:.3f} | {f['perplexity_ratio']:.3f}" if "next_token_agreement" in f
                   else "— | —")  # fmt: skip
-        print(f"| {variant.engine} | {variant.weights} | {cell(s['pp'])} | {cell(tg)} | {bound:.0f} | "
-              f"{tg['median'] / bound:.2f} | {forced} | {f.get('path_agreement', 1.0):.3f} |", flush=True)  # fmt: skip
+        print(f"| {variant.engine} | {variant.weights} | {s.pp.text()} | {tg.text()} | {bound:.0f} | "
+              f"{tg.median / bound:.2f} | {forced} | {f.get('path_agreement', 1.0):.3f} |", flush=True)  # fmt: skip
     for line in skipped:
         print(f"\nnot run: {line}")
-
-
-def cell(rate: dict[str, Any]) -> str:
-    return f"{rate['median']:.1f} ({rate['ci95'][0]:.1f}–{rate['ci95'][1]:.1f})"
 
 
 def served(model: str, settings: Settings) -> None:
@@ -152,8 +148,8 @@ def lookup(model: str, settings: Settings) -> None:
             if variant.kv_cache == "f32":
                 expected = reference.setdefault(task, outputs)
                 same = f"{np.mean([a == b for a, b in zip(outputs, expected, strict=True)]):.2f}"
-            accept = f"{speed['acceptance']:.2f}" if "acceptance" in speed else "—"
-            print(f"| {label} | {task} | {speed['tokens_per_s']:.1f} | {speed['tokens_per_step']:.2f} | {accept} | "
+            accept = f"{speed.acceptance:.2f}" if speed.acceptance is not None else "—"
+            print(f"| {label} | {task} | {speed.tokens_per_s:.1f} | {speed.tokens_per_step:.2f} | {accept} | "
                   f"{same} |", flush=True)  # fmt: skip
 
 

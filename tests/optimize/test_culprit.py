@@ -70,7 +70,7 @@ def test_naive_int8_breaks_and_keeping_the_culprit_in_float_restores(setup):
     assert ranked[0].name == "second"  # it loses the signal, not "first"
     assert ranked[0].group == ("second", "first")  # its input is float only if its producer is excluded too
     search = find_culprits(naive, ranked, agreement, least=0.99)
-    assert search.culprits == ("second",) and search.trials[0]["float_nodes"] == 1
+    assert search.culprits == ("second",) and search.trials[0].float_nodes == 1
     assert agreement(with_float_nodes(naive, search.nodes)) >= 0.99
 
 
@@ -83,6 +83,6 @@ def test_the_search_doubles_then_bisects_to_the_fewest_nodes():
 
     search = find_culprits(Candidate((Step("ort-int8-static"),)), ranked, metric, least=0.99)
     assert search.nodes == tuple(f"n{i}" for i in range(needed))
-    assert [t["float_nodes"] for t in search.trials] == [1, 2, 4, 8, 6, 5]
+    assert [t.float_nodes for t in search.trials] == [1, 2, 4, 8, 6, 5]
     never = find_culprits(Candidate((Step("ort-int8-static"),)), ranked, lambda c: 0.0, least=0.99)
-    assert never.nodes == () and never.to_dict()["restored"] is False
+    assert never.nodes == () and not never.restored and never.to_dict()["restored"] is False

@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 
 from turboinfer.core.errors import InvalidInput
+from turboinfer.llm.speed import GenSpeed, StreamsSpeed, rate
 from turboinfer.llm.variant import GeneratorVariant
 from turboinfer.optimize.generation import GenBudget, GenOutcome, GenPlan, breach, decide
 
 
 def outcome(weights: str, decode: float, streams: float, status: str = "fits") -> GenOutcome:
     engine = "ort-genai" if weights.startswith("int") else "openvino-genai"
-    speed = {"tg": {16: {"median": decode}}, "pp": {"median": 500.0},
-             "streams": {"streams": 16, "output_tokens_per_s": streams}}  # fmt: skip
-    return GenOutcome(GeneratorVariant("smollm2-135m", engine, weights), status, "", {}, speed)
+    speed = GenSpeed(weights, {}, rate([500.0]), {16: rate([decode])}, rate([0.1]))
+    return GenOutcome(GeneratorVariant("smollm2-135m", engine, weights), status, "", {}, speed,
+                      StreamsSpeed(16, streams))  # fmt: skip
 
 
 def test_latency_takes_the_fastest_decoder_and_throughput_the_most_output():

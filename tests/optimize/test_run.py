@@ -13,6 +13,7 @@ from turboinfer.optimize import artifacts
 from turboinfer.optimize.data import input_sets
 from turboinfer.optimize.plan import Candidate, Plan, Step
 from turboinfer.optimize.run import run
+from turboinfer.report.html import optimize_html
 from turboinfer.runtime.session import SessionOptions
 
 TWO = SessionOptions(intra_threads=2)
@@ -29,7 +30,7 @@ def result(settings, tmp_path_factory):
     )
     plan = Plan("efficientnet-lite0", strategy="exhaustive", space=space, **SMALL)
     outcome = run(plan, settings)
-    outcome.files = artifacts.save(outcome, tmp_path_factory.mktemp("optimize-out"), settings)
+    outcome.files = artifacts.save(outcome, tmp_path_factory.mktemp("optimize-out"), settings, optimize_html)
     return outcome
 
 

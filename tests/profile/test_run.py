@@ -87,7 +87,7 @@ def test_wrong_pipeline_kind(effnet, settings):
 
 
 def test_html_report_is_self_contained(effnet_report):
-    page = profile_html(effnet_report.to_dict())
+    page = profile_html(effnet_report)
     assert page.startswith("<!doctype html>")
     for section in ("Recommendations", "One request, stage by stage", "Operators and roofline", "Scaling"):
         assert section in page

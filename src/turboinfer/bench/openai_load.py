@@ -13,7 +13,7 @@ import json
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import aiohttp
@@ -170,29 +170,66 @@ class LoadRun:
     seed: int = field(default_factory=lambda: time.time_ns() % 2**31)
     """Picks the prompts; new per run by default, so that a rerun does not find its prompts in a server's cache."""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> LoadSummary:
         """vLLM bench-serve style metrics (milliseconds, tokens/s), errors by status."""
         ok = [r for r in self.records if r.ok]
         out = sum(r.output_tokens for r in ok)
-
-        def stats(values: list[float]) -> dict[str, float]:
-            v = np.asarray([x for x in values if x == x]) * 1000
-            if not len(v):
-                return {"mean": float("nan"), "median": float("nan"), "p99": float("nan")}
-            return {"mean": float(v.mean()), "median": float(np.median(v)), "p99": float(np.percentile(v, 99))}
-
         good = [r for r in ok if r.ttft_s <= self.ttft_target_s and not r.tpot_s > self.tpot_target_s]
-        return {
-            "mode": self.mode, "level": self.level, "duration_s": self.duration_s, "completed": len(ok),
-            "failed": len(self.records) - len(ok),
-            "errors": dict(Counter(r.status for r in self.records if not r.ok)),
-            "refusal_ms": stats([r.answered_s for r in self.records if r.status in ("429", "503")]),
-            "request_throughput": len(ok) / self.duration_s, "output_throughput": out / self.duration_s,
-            "total_token_throughput": (out + sum(r.prompt_tokens for r in ok)) / self.duration_s,
-            "goodput": len(good) / self.duration_s, "good_share": len(good) / len(self.records) if self.records else 0,
-            "ttft_ms": stats([r.ttft_s for r in ok]), "tpot_ms": stats([r.tpot_s for r in ok]),
-            "itl_ms": stats([x for r in ok for x in r.itl_s]), "e2el_ms": stats([r.e2e_s for r in ok]),
-        }  # fmt: skip
+        return LoadSummary(
+            self.mode, self.level, self.duration_s, len(ok), len(self.records) - len(ok),
+            dict(Counter(r.status for r in self.records if not r.ok)),
+            spread([r.answered_s for r in self.records if r.status in ("429", "503")]),
+            len(ok) / self.duration_s, out / self.duration_s,
+            (out + sum(r.prompt_tokens for r in ok)) / self.duration_s,
+            len(good) / self.duration_s, len(good) / len(self.records) if self.records else 0,
+            spread([r.ttft_s for r in ok]), spread([r.tpot_s for r in ok]), spread([x for r in ok for x in r.itl_s]),
+            spread([r.e2e_s for r in ok]),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, median and p99 of one latency over a step's requests, milliseconds (nan without samples)."""
+
+    mean: float
+    median: float
+    p99: float
+
+
+def spread(seconds: list[float]) -> Spread:
+    """The Spread of latencies in seconds (nan values, as TPOT of a one-token answer, left out)."""
+    v = np.asarray([x for x in seconds if x == x]) * 1000
+    if not len(v):
+        return Spread(float("nan"), float("nan"), float("nan"))
+    return Spread(float(v.mean()), float(np.median(v)), float(np.percentile(v, 99)))
+
+
+@dataclass(frozen=True)
+class LoadSummary:
+    """One load step in vLLM bench-serve's terms: requests done and failed (errors by status), throughputs in
+    requests and tokens per second, goodput (requests/s inside the TTFT and TPOT targets) and latencies in ms."""
+
+    mode: str
+    level: float
+    duration_s: float
+    completed: int
+    failed: int
+    errors: dict[str, int]
+    refusal_ms: Spread
+    """How fast a 429/503 came back."""
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    goodput: float
+    good_share: float
+    ttft_ms: Spread
+    tpot_ms: Spread
+    itl_ms: Spread
+    e2el_ms: Spread
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the keys bench --openai --json writes)."""
+        return asdict(self)
 
 
 async def served_model(http: aiohttp.ClientSession, load: OpenAiLoad) -> str:
@@ -259,5 +296,5 @@ def history_row(run: LoadRun, model: str, url: str) -> dict[str, Any]:
     return {"variant": {"model_name": model, "label": f"{url} {run.mode} {run.level:g}", "backend": "openai-http",
                         "bench": "serve", "mode": run.mode, "level": run.level},
             "batch": int(run.level) if run.mode == "closed" else 1,
-            "latency": {"median": s["tpot_ms"]["median"] / 1000, "p99": s["tpot_ms"]["p99"] / 1000},
-            "throughput": s["output_throughput"], "samples_s": tpots}  # fmt: skip
+            "latency": {"median": s.tpot_ms.median / 1000, "p99": s.tpot_ms.p99 / 1000},
+            "throughput": s.output_throughput, "samples_s": tpots}  # fmt: skip

@@ -28,11 +28,10 @@ def profile_llm(model: str, threads: int, quick_run: bool, json_path: Path | Non
     with render_llm.progress() as step:
         report = profile_generator(variant, request, settings(), step)
     render_llm.generation_profile(report)
-    data = report.to_dict()
     if json_path:
-        render_llm.write_json(json_path, data)
+        render_llm.write_json(json_path, report.to_dict())
     if html_path:
-        render_llm.write_text(html_path, generation_html(data))
+        render_llm.write_text(html_path, generation_html(report))
 
 
 def bench_llm(model: str, vs: str | None, threads: int, runs: int | None, store: Path | None,
@@ -45,7 +44,7 @@ def bench_llm(model: str, vs: str | None, threads: int, runs: int | None, store:
     if vs is None:
         result = bench_generator(a.label, open_generator(a, env), config)
         render_llm.generation_bench([result.summary()], {}, config)
-        data: dict[str, Any] = {"results": [result.summary()]}
+        data: dict[str, Any] = {"results": [result.summary().to_dict()]}
         if store is not None:
             history.record(store, history_row(result, a.name, config), environment_capsule())
     else:
@@ -56,7 +55,7 @@ def bench_llm(model: str, vs: str | None, threads: int, runs: int | None, store:
         render_llm.generation_bench([first.summary(), second.summary()], {k: (r, verdicts[k]) for k, r in
                                     ratios.items()}, config)  # fmt: skip
         data = {
-            "results": [first.summary(), second.summary()],
+            "results": [first.summary().to_dict(), second.summary().to_dict()],
             "ratios": {k: {"ratio": r.ratio, "ci95": list(r.ci), "verdict": verdicts[k]} for k, r in ratios.items()},
         }
         if store is not None:
@@ -82,17 +81,18 @@ def optimize_llm(model: str, quick_run: bool, out: Path, budget: GenBudget, obje
 def bench_openai(load: openai_load.OpenAiLoad, levels: list[tuple[str, float]], requests: int, store: Path | None,
                  json_path: Path | None, html_path: Path | None) -> None:  # fmt: skip
     """`turboinfer bench --openai URL`: each concurrency (closed loop) and rate (open loop) in turn."""
-    runs = []
+    steps = []
     for i, (mode, level) in enumerate(levels):
         step = openai_load.closed_loop(load, int(level), requests, i) if mode == "closed" else \
             openai_load.open_loop(load, level, requests, i)  # fmt: skip
-        runs.append(asyncio.run(step))
-        render_llm.openai_step(runs[-1].summary())
+        run = asyncio.run(step)
+        steps.append(run.summary())
+        render_llm.openai_step(steps[-1])
         if store is not None:
-            row = openai_load.history_row(runs[-1], load.model or "served", load.url)
+            row = openai_load.history_row(run, load.model or "served", load.url)
             history.record(store, row, environment_capsule())
-    data = {"url": load.url, "load": load.__dict__, "steps": [r.summary() for r in runs]}
     if json_path:
+        data = {"url": load.url, "load": load.__dict__, "steps": [s.to_dict() for s in steps]}
         render_llm.write_json(json_path, data)
     if html_path:
-        render_llm.write_text(html_path, openai_load_html(data))
+        render_llm.write_text(html_path, openai_load_html(load.url, load.__dict__, steps))

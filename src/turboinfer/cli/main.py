@@ -121,11 +121,10 @@ def profile(
     with render.progress() as step:
         report = profile_model(resolved, request, settings(), progress=step)
     render.profile(report)
-    data = report.to_dict()
     if reports.json_path:
-        render.write_json(reports.json_path, data)
+        render.write_json(reports.json_path, report.to_dict())
     if reports.html_path:
-        render.write_text(reports.html_path, profile_html(data))
+        render.write_text(reports.html_path, profile_html(report))
 
 
 @app.command("bench-decode")
@@ -157,7 +156,7 @@ def history_command(
     stored = history.runs(path, model)
     render.history(stored, history.regressions(stored))
     if html_path:
-        render.write_text(html_path, history_html([render.run_row(r) for r in stored]))
+        render.write_text(html_path, history_html(stored))
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from turboinfer.optimize.generation import GenBudget
 from turboinfer.optimize.plan import Objective, Plan, Strategy, load_plan, quick_plan
 from turboinfer.optimize.run import run as run_optimize
 from turboinfer.optimize.search import expand
+from turboinfer.report.html import optimize_html
 
 
 @option_group("Accuracy budget")
@@ -116,7 +117,7 @@ def optimize(
         return
     with render.progress() as step:
         result = run_optimize(plan, env, progress=lambda label, done: step(f"[{done + 1}] {label}"))
-    files = artifacts.save(result, Path(plan.out_dir), env)
+    files = artifacts.save(result, Path(plan.out_dir), env, optimize_html)
     render.optimize_result(result)
     for path in files.values():
         render.console.print(f"wrote {path}")

@@ -255,21 +255,14 @@ def load_results(results: list[LoadResult], best: float | None, target: float | 
         console.print(f"highest rate with p99 ≤ {target * 1e3:.0f} ms: {found}")
 
 
-def run_row(run: Run) -> dict[str, Any]:
-    """A history run as plain data (listing and HTML)."""
-    return {"id": run.id, "created_utc": run.created_utc, "label": run.label, "batch": run.batch,
-            "median_ms": run.median_s * 1e3, "p99_ms": run.p99_s * 1e3, "throughput": run.throughput}  # fmt: skip
-
-
 def history(stored: list[Run], flagged: list[tuple[Run, Run, PairedRatio]]) -> None:
     """Render `turboinfer history`."""
     table = Table(title=f"History ({len(stored)} runs)")
     for column in ("id", "when (UTC)", "variant", "batch", "median ms", "p99 ms", "items/s"):
         table.add_column(column, justify="left" if column in ("when (UTC)", "variant") else "right")
     for run in stored:
-        row = run_row(run)
-        table.add_row(str(run.id), run.created_utc, run.label, str(run.batch), f"{row['median_ms']:.3g}",
-                      f"{row['p99_ms']:.3g}", f"{run.throughput:.1f}")  # fmt: skip
+        table.add_row(str(run.id), run.created_utc, run.label, str(run.batch), f"{run.median_s * 1e3:.3g}",
+                      f"{run.p99_s * 1e3:.3g}", f"{run.throughput:.1f}")  # fmt: skip
     console.print(table)
     for before, after, ratio in flagged:
         console.print(f"[red]regression[/]: run {after.id} is {ratio.ratio:.2f}× run {before.id} "
@@ -308,10 +301,10 @@ def optimize_result(result: OptimizeResult) -> None:
     for text in dict.fromkeys(o.warning for o in result.outcomes if o.warning):
         console.print(f"[yellow]warning:[/] {escape(text)}")
     if result.culprits:
-        trials = ", ".join(f"{t['float_nodes']}→{t['metric']:.3f}" for t in result.culprits["trials"])
-        console.print(f"culprit finder on {escape(result.culprits['candidate'])}: nodes in float → metric: {trials}")
-        if result.culprits.get("error"):
-            console.print(f"culprit finder stopped: {escape(result.culprits['error'])}")
+        trials = ", ".join(f"{t.float_nodes}→{t.metric:.3f}" for t in result.culprits.trials)
+        console.print(f"culprit finder on {escape(result.culprits.candidate)}: nodes in float → metric: {trials}")
+        if result.culprits.error:
+            console.print(f"culprit finder stopped: {escape(result.culprits.error)}")
     if result.true_top1:
         console.print(f"true top-1 on labelled photos: original {result.true_top1['original']:.2f}, "
                       f"chosen {result.true_top1['chosen']:.2f}")  # fmt: skip
@@ -371,8 +364,8 @@ def case_study(result: CaseStudyResult) -> None:
         table.add_row(
             r.contender.label,
             f"{r.sustainable_qps or 0:.1f}",
-            f"{ms(ref.get('p50_s'))} / {ms(ref.get('p99_s'))}" if ref else "—",
-            f"{r.recall['with_pca']['at_10']:.3f}",
+            f"{ms(ref.percentile(50))} / {ms(ref.percentile(99))}" if ref else "—",
+            f"{r.recall.with_pca.at_10:.3f}",
             " / ".join(f"{v:.1f}" for v in r.stages_ms.values()),
         )
     console.print(table)

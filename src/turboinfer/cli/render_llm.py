@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from turboinfer.bench.openai_load import LoadSummary
 from turboinfer.cli.render import console, progress, write_json, write_text
-from turboinfer.llm.speed import GenBenchConfig
+from turboinfer.llm.speed import GenBenchConfig, GenSpeed
 from turboinfer.measure.stats import PairedRatio
 from turboinfer.optimize.generation import GenResult
 from turboinfer.profile.generation import GenProfile
@@ -57,12 +57,7 @@ def sweep(title: str, columns: tuple[str, ...], rows: Sequence[object],
     console.print(table)
 
 
-def rate_text(rate: dict[str, Any]) -> str:
-    """ "72.1 (70.3–74.0)"."""
-    return f"{rate['median']:.1f} ({rate['ci95'][0]:.1f}–{rate['ci95'][1]:.1f})"
-
-
-def generation_bench(results: list[dict[str, Any]], ratios: dict[str, tuple[PairedRatio, str]],
+def generation_bench(results: list[GenSpeed], ratios: dict[str, tuple[PairedRatio, str]],
                      config: GenBenchConfig) -> None:  # fmt: skip
     """pp / tg per variant with CIs; with two, the ratio B/A and its verdict."""
     table = Table(title=f"tokens/s, median (95% CI) of {config.repeats} runs")
@@ -71,7 +66,7 @@ def generation_bench(results: list[dict[str, Any]], ratios: dict[str, tuple[Pair
     for depth in config.depths:
         table.add_column(f"tg{config.generate} @ {depth}", justify="right")
     for row in results:
-        table.add_row(escape(row["label"]), rate_text(row["pp"]), *(rate_text(row["tg"][d]) for d in config.depths))
+        table.add_row(escape(row.label), row.pp.text(), *(row.tg[d].text() for d in config.depths))
     console.print(table)
     for name, (ratio, word) in ratios.items():
         console.print(f"{name}: B/A {ratio.ratio:.2f} (CI {ratio.ci[0]:.2f}–{ratio.ci[1]:.2f}) — {word}")
@@ -88,24 +83,23 @@ def generation_optimize(result: GenResult) -> None:
     for o in result.outcomes:
         f = o.fidelity
         agreement = f.get("next_token_agreement", f.get("path_agreement"))
-        tg = next(iter(o.speed["tg"].values()))["median"] if o.speed else None
-        many = o.speed.get("streams", {}).get("output_tokens_per_s")
-        table.add_row(escape(o.variant.label), o.status, f"{tg:.1f}" if tg else "—",
-                      f"{o.speed['pp']['median']:.0f}" if o.speed else "—",
+        many = o.streams.output_tokens_per_s if o.streams else None
+        table.add_row(escape(o.variant.label), o.status, f"{o.speed.decode.median:.1f}" if o.speed else "—",
+                      f"{o.speed.pp.median:.0f}" if o.speed else "—",
                       *((f"{many:.0f}" if many else "—",) if streams else ()), f"{agreement:.3f}" if agreement else "—",
                       f"{f['perplexity_ratio']:.3f}" if "perplexity_ratio" in f else "—", escape(o.reason))  # fmt: skip
     console.print(table)
     console.print(f"[bold]chosen:[/] {escape(result.chosen.variant.label)} — {escape(result.chosen.reason)}")
 
 
-def openai_step(s: dict[str, Any]) -> None:
+def openai_step(s: LoadSummary) -> None:
     """One load step against an OpenAI-compatible server, on one line."""
-    unit = "streams" if s["mode"] == "closed" else "req/s"
-    errors = f", errors {s['errors']}" if s["failed"] else ""
+    unit = "streams" if s.mode == "closed" else "req/s"
+    errors = f", errors {s.errors}" if s.failed else ""
     console.print(
-        f"{s['level']:g} {unit}: {s['completed']} done, {s['failed']} failed{errors}; output "
-        f"{s['output_throughput']:.1f} tok/s, {s['request_throughput']:.2f} req/s, goodput {s['goodput']:.2f} req/s; "
-        f"TTFT p50 {s['ttft_ms']['median']:.0f} / p99 {s['ttft_ms']['p99']:.0f} ms, TPOT p50 "
-        f"{s['tpot_ms']['median']:.1f} / p99 {s['tpot_ms']['p99']:.1f} ms, ITL p99 {s['itl_ms']['p99']:.1f} ms",
+        f"{s.level:g} {unit}: {s.completed} done, {s.failed} failed{errors}; output {s.output_throughput:.1f} tok/s, "
+        f"{s.request_throughput:.2f} req/s, goodput {s.goodput:.2f} req/s; TTFT p50 {s.ttft_ms.median:.0f} / p99 "
+        f"{s.ttft_ms.p99:.0f} ms, TPOT p50 {s.tpot_ms.median:.1f} / p99 {s.tpot_ms.p99:.1f} ms, ITL p99 "
+        f"{s.itl_ms.p99:.1f} ms",
         highlight=False,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +21,7 @@ from turboinfer.cli.options import JsonOption, Listening, settings
 from turboinfer.core.errors import InvalidInput
 from turboinfer.models.photos import all_photos
 from turboinfer.models.variant import VARIANT_SUFFIX, parse_variant
+from turboinfer.optimize.artifacts import DECISION_LOG, read_decisions
 from turboinfer.report.html import case_study_html
 from turboinfer.serve.config import ServeConfig
 from turboinfer.serve.run import run_app
@@ -171,6 +171,6 @@ def case_study_command(
         result = run_case_study(gallery, parse_variant(optimized, env), out, config, env, step)
     render.case_study(result)
     render.write_json(out / "case-study.json", result.to_dict())
-    log = Path(optimized).with_name("decision-log.json")
-    decisions = json.loads(log.read_text()) if optimized.endswith(VARIANT_SUFFIX) and log.is_file() else None
-    render.write_text(out / "report.html", case_study_html(result.to_dict(), decisions))
+    log = Path(optimized).with_name(DECISION_LOG)
+    decisions = read_decisions(log) if optimized.endswith(VARIANT_SUFFIX) and log.is_file() else []
+    render.write_text(out / "report.html", case_study_html(result, decisions))

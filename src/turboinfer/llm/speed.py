@@ -6,7 +6,7 @@ optimize share."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,20 +40,72 @@ class GenBench:
     ttft_s: list[float] = field(default_factory=list)
     describe: dict[str, Any] = field(default_factory=dict)
 
-    def summary(self) -> dict[str, Any]:
-        """Medians and CIs of pp and each tg depth, tokens/s."""
-        out: dict[str, Any] = {"label": self.label, "engine": self.describe}
-        out["pp"] = rate(self.pp)
-        out["tg"] = {depth: rate(values) for depth, values in self.tg.items()}
-        out["ttft_s"] = rate(self.ttft_s)
-        return out
+    def summary(self) -> GenSpeed:
+        """Medians and CIs of pp and each tg depth (tokens/s) and of TTFT (seconds)."""
+        tg = {depth: rate(values) for depth, values in self.tg.items()}
+        return GenSpeed(self.label, self.describe, rate(self.pp), tg, rate(self.ttft_s))
 
 
-def rate(values: list[float]) -> dict[str, Any]:
-    """Median, 95% CI and the raw values of a list of measurements."""
+@dataclass(frozen=True)
+class Rate:
+    """Median, 95% CI and the raw values of repeated measurements."""
+
+    median: float
+    ci95: tuple[float, float]
+    values: tuple[float, ...]
+
+    def text(self) -> str:
+        """ "72.1 (70.3–74.0)": the median and its CI."""
+        return f"{self.median:.1f} ({self.ci95[0]:.1f}–{self.ci95[1]:.1f})"
+
+
+def rate(values: list[float]) -> Rate:
+    """The Rate of a list of measurements."""
     array = np.asarray(values, dtype=float)
     ci = bootstrap_ci(array) if len(array) > 1 else (float(array[0]), float(array[0]))
-    return {"median": float(np.median(array)), "ci95": list(ci), "values": array.tolist()}
+    return Rate(float(np.median(array)), (float(ci[0]), float(ci[1])), tuple(array.tolist()))
+
+
+@dataclass(frozen=True)
+class GenSpeed:
+    """One variant's speed as llama-bench reports it: pp and tg at each depth (tokens/s), TTFT (seconds)."""
+
+    label: str
+    engine: dict[str, Any]
+    """What the engine says it ran (its describe())."""
+    pp: Rate
+    tg: dict[int, Rate]
+    ttft_s: Rate
+
+    @property
+    def decode(self) -> Rate:
+        """tg at the first depth measured."""
+        return next(iter(self.tg.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the keys bench --json writes)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StreamsSpeed:
+    """Aggregate output tokens/s of many prompts decoded at once."""
+
+    streams: int
+    output_tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class TaskSpeed:
+    """One-stream greedy decode on a task: tokens/s, tokens per decode step and, with drafts, the share accepted."""
+
+    tokens_per_s: float
+    tokens_per_step: float
+    acceptance: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready form (acceptance only where tokens were drafted)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def one_round(generator: Generator, prose: Prose, config: GenBenchConfig, into: GenBench) -> None:
@@ -104,7 +156,7 @@ def task_prompt(generator: Generator, task: str, passage: str) -> str:
 
 
 def task_speed(generator: Generator, prose: Prose, task: str, generate: int = 64, prompts: int = 2,
-               drafted: int = 0, outputs: list[list[int]] | None = None) -> dict[str, float]:  # fmt: skip
+               drafted: int = 0, outputs: list[list[int]] | None = None) -> TaskSpeed:  # fmt: skip
     """One-stream greedy decode on a task (GROUNDED or OPEN) over passages of real prose: tokens/s (median of the
     prompts), tokens per decode step and, when `drafted` tokens are proposed per step, the share accepted; each
     prompt's tokens appended to `outputs` when given."""
@@ -118,7 +170,4 @@ def task_speed(generator: Generator, prose: Prose, task: str, generate: int = 64
             outputs.append(result.tokens)
         tokens, steps = tokens + result.completion_tokens, steps + (result.steps or result.completion_tokens)
     per_step = tokens / max(steps, 1)
-    out = {"tokens_per_s": float(np.median(rates)), "tokens_per_step": per_step}
-    if drafted:
-        out["acceptance"] = (per_step - 1) / drafted
-    return out
+    return TaskSpeed(float(np.median(rates)), per_step, (per_step - 1) / drafted if drafted else None)

@@ -19,22 +19,41 @@ from turboinfer.optimize.passes.quantize import NodeLoss
 from turboinfer.optimize.plan import Candidate, Step
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One step of the search: the top-ranked nodes kept in float, the nodes that excluded (with their producers)
+    and the tuning metric it reached."""
+
+    float_nodes: int
+    excluded: int
+    metric: float
+
+
 @dataclass
 class CulpritSearch:
-    """The nodes kept in float and every trial on the way."""
+    """The nodes kept in float and every trial on the way, on one broken candidate."""
 
-    ranked: list[NodeLoss]
-    trials: list[dict[str, float]] = field(default_factory=list)
-    """Each trial: culprits kept in float (count), nodes excluded with their producers, the tuning metric."""
+    candidate: str
+    """The static-INT8 candidate that broke the budget (its label)."""
+    ranked: list[NodeLoss] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
     culprits: tuple[str, ...] = ()
     """The fewest top-ranked nodes whose float restores the budget; empty when none did."""
     nodes: tuple[str, ...] = ()
     """What is excluded from quantization for that: the culprits and the compute nodes feeding them."""
+    error: str = ""
+    """Why the search stopped early, when it did (it is advice: the optimize run goes on)."""
+
+    @property
+    def restored(self) -> bool:
+        """True when some set of nodes in float brought the candidate back inside the budget."""
+        return bool(self.nodes)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form."""
-        return {"ranked": [[r.name, round(r.loss_db, 2)] for r in self.ranked[:20]], "trials": self.trials,
-                "culprits": list(self.culprits), "nodes": list(self.nodes), "restored": bool(self.nodes)}  # fmt: skip
+        return {"candidate": self.candidate, "ranked": [[r.name, round(r.loss_db, 2)] for r in self.ranked[:20]],
+                "trials": [t.__dict__ for t in self.trials], "culprits": list(self.culprits),
+                "nodes": list(self.nodes), "restored": self.restored, "error": self.error}  # fmt: skip
 
 
 def with_float_nodes(candidate: Candidate, nodes: tuple[str, ...]) -> Candidate:
@@ -68,12 +87,12 @@ def find_culprits(
     max_trials: int = 16,
 ) -> CulpritSearch:
     """Keep the fewest top-ranked nodes in float so that metric(candidate) ≥ least (doubling, then bisection)."""
-    search = CulpritSearch(ranked)
+    search = CulpritSearch(candidate.label, ranked)
 
     def fits(k: int) -> bool:
         nodes = excluded(ranked, k)
         value = metric(with_float_nodes(candidate, nodes))
-        search.trials.append({"float_nodes": k, "excluded": len(nodes), "metric": value})
+        search.trials.append(Trial(k, len(nodes), value))
         return value >= least
 
     low, high = 0, None  # low: most nodes known not to fit; high: fewest known to fit

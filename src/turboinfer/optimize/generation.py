@@ -29,6 +29,9 @@ from turboinfer.llm.speed import (
     GROUNDED,
     OPEN,
     GenBenchConfig,
+    GenSpeed,
+    StreamsSpeed,
+    TaskSpeed,
     bench_generator,
     concurrent_run,
     task_prompt,
@@ -85,12 +88,18 @@ class GenOutcome:
     status: str = "measured"
     reason: str = ""
     fidelity: dict[str, float] = field(default_factory=dict)
-    speed: dict[str, Any] = field(default_factory=dict)
+    speed: GenSpeed | None = None
+    streams: StreamsSpeed | None = None
+    """Measured for the throughput objective."""
+    tasks: dict[str, TaskSpeed] = field(default_factory=dict)
+    """Measured for the grounded objective: "grounded" and "open"."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form (speed: llama-bench's figures, with streams and each task's beside them)."""
+        speed = {**self.speed.to_dict(), **({"streams": asdict(self.streams)} if self.streams else {}),
+                 **{task: s.to_dict() for task, s in self.tasks.items()}} if self.speed else {}  # fmt: skip
         return {"variant": self.variant.to_dict(), "label": self.variant.label, "status": self.status,
-                "reason": self.reason, "fidelity": self.fidelity, "speed": self.speed}  # fmt: skip
+                "reason": self.reason, "fidelity": self.fidelity, "speed": speed}  # fmt: skip
 
 
 def candidates(plan: GenPlan, card: LlmCard, threads: int) -> tuple[list[GeneratorVariant], list[GenOutcome]]:
@@ -183,18 +192,13 @@ def optimize_generator(plan: GenPlan, settings: Settings, progress: Progress | N
             if why is None and engine_entry(variant.engine).drafts and variant.kv_cache == "f32":
                 why = lookup_breach(generator, variant, plain, outcome, Prose(generator))  # lookup runs only at f32
             if plan.objective == "throughput" and why is None:
-                outcome.speed["streams"] = streams_rate(generator, plan, config)
+                outcome.streams = streams_rate(generator, plan, config)
             if plan.objective == "grounded" and why is None:
                 prose = Prose(generator)
-                outcome.speed.update(
-                    {
-                        task: task_speed(generator, prose, words, config.generate, 2, drafted)
-                        for task, words, drafted in (
-                            ("grounded", GROUNDED, variant.prompt_lookup),
-                            ("open", OPEN, variant.prompt_lookup),
-                        )
-                    }
-                )
+                outcome.tasks = {
+                    task: task_speed(generator, prose, words, config.generate, 2, variant.prompt_lookup)
+                    for task, words in (("grounded", GROUNDED), ("open", OPEN))
+                }
             del generator
         except InvalidInput:
             raise
@@ -232,27 +236,23 @@ def lookup_breach(
     return None if same == 1.0 else f"prompt lookup changed the greedy output ({same:.0%} of prompts identical)"
 
 
-def streams_rate(generator: Any, plan: GenPlan, config: GenBenchConfig) -> dict[str, float]:
+def streams_rate(generator: Any, plan: GenPlan, config: GenBenchConfig) -> StreamsSpeed:
     """Output tokens/s of `plan.streams` prose prompts at once (after a two-stream warm-up)."""
     prose = Prose(generator)
     concurrent_run(generator, prose, 2, 16, 4)
     results, seconds = concurrent_run(generator, prose, plan.streams, config.prompt // 4, config.generate)
-    return {"streams": plan.streams, "output_tokens_per_s": sum(r.completion_tokens for r in results) / seconds}
-
-
-def tg(outcome: GenOutcome) -> float:
-    """Decode tokens/s at the first depth."""
-    return float(next(iter(outcome.speed["tg"].values()))["median"])
+    return StreamsSpeed(plan.streams, sum(r.completion_tokens for r in results) / seconds)
 
 
 def speed_of(outcome: GenOutcome, objective: str) -> tuple[float, str]:
-    """What the objective ranks by, and how to say it."""
-    if objective == "throughput":
-        streams = outcome.speed["streams"]
-        return streams["output_tokens_per_s"], f"output tok/s at {streams['streams']} streams"
-    if objective == "grounded":
-        return outcome.speed["grounded"]["tokens_per_s"], "tok/s decoding one stream on input-grounded tasks"
-    return tg(outcome), "tok/s decoding one stream"
+    """What the objective ranks by, and how to say it (a candidate that fits was measured for its objective)."""
+    if objective == "throughput" and outcome.streams:
+        return outcome.streams.output_tokens_per_s, f"output tok/s at {outcome.streams.streams} streams"
+    if objective == "grounded" and "grounded" in outcome.tasks:
+        return outcome.tasks["grounded"].tokens_per_s, "tok/s decoding one stream on input-grounded tasks"
+    if objective == "latency" and outcome.speed:
+        return outcome.speed.decode.median, "tok/s decoding one stream"
+    raise ValueError(f"{outcome.variant.label} was not measured for the {objective} objective")
 
 
 def decide(outcomes: list[GenOutcome], objective: str = "latency") -> GenOutcome:

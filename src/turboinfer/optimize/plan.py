@@ -234,6 +234,15 @@ class Outcome:
         data["label"] = self.candidate.label
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        """Inverse of to_dict (an outcome read back from a decision log)."""
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        values["candidate"] = Candidate.from_dict(data["candidate"])
+        if values.get("ratio_ci") is not None:
+            values["ratio_ci"] = tuple(values["ratio_ci"])
+        return cls(**values)
+
     def with_status(self, status: Status, reason: str) -> Outcome:
         """A copy with a new decision."""
         return replace(self, status=status, reason=reason)

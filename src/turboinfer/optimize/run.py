@@ -20,7 +20,7 @@ from turboinfer.hardware.probe import probe_cpu
 from turboinfer.models.catalog import resolve_model
 from turboinfer.models.variant import Variant
 from turboinfer.optimize.accuracy import Budget, breach, judged_by, label_accuracy, load_user_metric, warning
-from turboinfer.optimize.culprit import find_culprits, static_int8_candidates, with_float_nodes
+from turboinfer.optimize.culprit import CulpritSearch, find_culprits, static_int8_candidates, with_float_nodes
 from turboinfer.optimize.data import count, feeds, input_sets, labelled_crops
 from turboinfer.optimize.decide import decide
 from turboinfer.optimize.evaluate import Reference, Runner, batches, run_all
@@ -45,7 +45,7 @@ class OptimizeResult:
     inputs: dict[str, Any]
     machine: dict[str, Any]
     seconds: float
-    culprits: dict[str, Any] | None = None
+    culprits: CulpritSearch | None = None
     true_top1: dict[str, float] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
 
@@ -58,10 +58,11 @@ class OptimizeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the decision log)."""
+        culprits = self.culprits.to_dict() if self.culprits else None
         return {
             "plan": self.plan.to_dict(), "chosen": self.chosen.to_dict(),
             "outcomes": [o.to_dict() for o in self.outcomes], "inputs": self.inputs, "machine": self.machine,
-            "seconds": self.seconds, "culprits": self.culprits, "true_top1": self.true_top1, "files": self.files,
+            "seconds": self.seconds, "culprits": culprits, "true_top1": self.true_top1, "files": self.files,
             "budget_met": self.budget_met,
         }  # fmt: skip
 
@@ -145,7 +146,7 @@ class Optimizer:
         card, session = self.open(candidate)
         return self.reference.fidelity(session, card, tuning=True).primary
 
-    def culprits(self, outcomes: list[Outcome]) -> tuple[Outcome | None, dict[str, Any] | None]:
+    def culprits(self, outcomes: list[Outcome]) -> tuple[Outcome | None, CulpritSearch | None]:
         """Run the culprit finder on the fastest ORT static-INT8 candidate that broke the budget."""
         rows = [(o.candidate, o.ratio, o.status != "rejected") for o in outcomes if o.status != "failed"]
         broken = static_int8_candidates(rows)
@@ -158,16 +159,15 @@ class Optimizer:
             ranked = rank_nodes(float_card, self.build(broken), probe)
             search = find_culprits(broken, ranked, self.tuning_metric, least)
         except Exception as err:  # the culprit search is advice: its failure must not end the search
-            return None, {"candidate": broken.label, "trials": [], "restored": False, "error": failure_message(err)}
-        report = {"candidate": broken.label, **search.to_dict()}
+            return None, CulpritSearch(broken.label, error=failure_message(err))
         if not search.nodes:
-            return None, report
+            return None, search
         outcome = self.measure(with_float_nodes(broken, search.nodes))
         outcome.reason = (outcome.reason + "; " if outcome.reason else "") + (
             f"culprit finder: {len(search.culprits)} of {len(ranked)} quantized nodes kept in float "
             f"({len(search.nodes)} excluded with their producers)"
         )
-        return outcome, report
+        return outcome, search
 
     def true_top1(self, chosen: Outcome) -> dict[str, float]:
         """True top-1 of the original and the chosen variant on the labelled ImageNet photos."""

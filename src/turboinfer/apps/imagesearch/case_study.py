@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, build_index, gallery_files
-from turboinfer.apps.imagesearch.recall import evaluate_recall
+from turboinfer.apps.imagesearch.index import GalleryIndex, IndexConfig, IndexReport, build_index, gallery_files
+from turboinfer.apps.imagesearch.recall import RecallReport, evaluate_recall
 from turboinfer.bench.loadgen import LoadResult, open_loop, rate_sweep
 from turboinfer.bench.requests import Request
 from turboinfer.core.errors import InvalidInput
@@ -98,12 +98,24 @@ class ContenderResult:
     """Everything measured for one contender."""
 
     contender: Contender
-    index: dict[str, Any]
-    recall: dict[str, Any]
+    index: IndexReport
+    recall: RecallReport
     stages_ms: dict[str, float]
+    """Median milliseconds per stage (STAGES), one query at a time."""
     sustainable_qps: float | None = None
-    sweep: list[dict[str, Any]] = field(default_factory=list)
-    at_reference_rate: dict[str, Any] = field(default_factory=dict)
+    sweep: list[LoadResult] = field(default_factory=list)
+    at_reference_rate: LoadResult | None = None
+
+    def reference_p99_s(self) -> float | None:
+        """p99 latency at the reference rate, when it was measured."""
+        return self.at_reference_rate.percentile(99) if self.at_reference_rate else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"contender": asdict(self.contender), "index": self.index.to_dict(), "recall": self.recall.to_dict(),
+                "stages_ms": self.stages_ms, "sustainable_qps": self.sustainable_qps,
+                "sweep": [r.to_dict() for r in self.sweep],
+                "at_reference_rate": self.at_reference_rate.to_dict() if self.at_reference_rate else {}}  # fmt: skip
 
 
 @dataclass
@@ -124,14 +136,14 @@ class CaseStudyResult:
         return {
             "qps_vs_seed": ratio(best.sustainable_qps, seed.sustainable_qps),
             "qps_vs_same_model": ratio(best.sustainable_qps, same.sustainable_qps),
-            "p99_seed_over_optimized": ratio(seed.at_reference_rate.get("p99_s"), best.at_reference_rate.get("p99_s")),
-            "recall10_gap_points": 100 * (same.recall["with_pca"]["at_10"] - best.recall["with_pca"]["at_10"]),
+            "p99_seed_over_optimized": ratio(seed.reference_p99_s(), best.reference_p99_s()),
+            "recall10_gap_points": 100 * (same.recall.with_pca.at_10 - best.recall.with_pca.at_10),
         }
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"config": asdict(self.config), "reference_rate": self.reference_rate, "ratios": self.ratios(),
-                "results": [asdict(r) for r in self.results]}  # fmt: skip
+                "results": [r.to_dict() for r in self.results]}  # fmt: skip
 
 
 def free_port() -> int:
@@ -215,22 +227,21 @@ def run_case_study(
         report = build_index(gallery, folder, index_variant, IndexConfig(pca=config.pca))
         step(f"{way.label}: retrieval recall")
         gallery_index = GalleryIndex(folder)
-        recall = evaluate_recall(gallery_index, index_variant, queries=8 * config.samples).to_dict()
+        recall = evaluate_recall(gallery_index, index_variant, queries=8 * config.samples)
         gallery_index.close()
         with search_process(folder, way, out / f"server-{way.slug}.log") as url:
             step(f"{way.label}: stage breakdown")
-            result = ContenderResult(way, report.to_dict(), recall, stage_breakdown(url, queries[: config.samples]))
+            result = ContenderResult(way, report, recall, stage_breakdown(url, queries[: config.samples]))
             step(f"{way.label}: finding the sustainable rate")
             start = max(0.5, 500 / sum(result.stages_ms.values()))  # half the one-at-a-time capacity
-            result.sustainable_qps, tried = asyncio.run(sweep(f"{url}/v1/search?k=10", queries, config, start))
-            result.sweep = [r.to_dict() for r in tried]
+            result.sustainable_qps, result.sweep = asyncio.run(sweep(f"{url}/v1/search?k=10", queries, config, start))
             if way is ways[0]:
                 study.reference_rate = result.sustainable_qps
             if study.reference_rate:
                 step(f"{way.label}: latency at the reference rate")
                 duration = max(config.step_seconds, config.min_requests / study.reference_rate)
-                reference = asyncio.run(open_loop(f"{url}/v1/search?k=10", queries, study.reference_rate, duration))
-                result.at_reference_rate = reference.to_dict()
+                reference = open_loop(f"{url}/v1/search?k=10", queries, study.reference_rate, duration)
+                result.at_reference_rate = asyncio.run(reference)
         study.results.append(result)
     return study
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from turboinfer.core.errors import InvalidInput
-from turboinfer.llm.speed import GenSpeed, StreamsSpeed, rate
+from turboinfer.llm.speed import GenSpeed, StreamsSpeed, TaskSpeed, rate
 from turboinfer.llm.variant import GeneratorVariant
 from turboinfer.optimize.generation import GenBudget, GenOutcome, GenPlan, breach, decide
 
@@ -24,6 +24,18 @@ def test_latency_takes_the_fastest_decoder_and_throughput_the_most_output():
     assert ov.status == "not chosen" and "85 tok/s decoding one stream against the chosen's 130" in ov.reason
     ort, ov = outcome("int8", 130, 130), outcome("q8_0", 85, 315)
     assert decide([ort, ov], "throughput") is ov and "315 output tok/s at 16 streams" in ov.reason
+
+
+def test_grounded_ranks_by_the_grounded_task_and_an_unmeasured_objective_is_never_ranked():
+    plain, lookup = outcome("q8_0", 90, 300), outcome("q8_0", 85, 300)
+    plain.tasks, lookup.tasks = {"grounded": TaskSpeed(90.0, 1.0)}, {"grounded": TaskSpeed(150.0, 2.1, 0.37)}
+    assert decide([plain, lookup], "grounded") is lookup and "150 tok/s decoding one stream on input-grounded" in (
+        lookup.reason
+    )
+    assert lookup.to_dict()["speed"]["grounded"] == {"tokens_per_s": 150.0, "tokens_per_step": 2.1, "acceptance": 0.37}
+    assert plain.to_dict()["speed"]["grounded"] == {"tokens_per_s": 90.0, "tokens_per_step": 1.0}
+    with pytest.raises(ValueError, match="was not measured for the grounded objective"):
+        decide([outcome("q8_0", 90, 300)], "grounded")
 
 
 def test_a_rejected_candidate_is_never_chosen_and_none_left_is_an_error():

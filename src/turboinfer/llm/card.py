@@ -20,6 +20,7 @@ from typing import Any
 
 from turboinfer.core.errors import InvalidModel, MissingExtra, ModelNotFound
 from turboinfer.core.settings import Settings
+from turboinfer.core.staging import staging
 from turboinfer.llm.overrides import Overrides, read_overrides
 from turboinfer.llm.source import LlmFacts, facts_of, gguf_chat_template, read_gguf, source_kind, source_sha256
 
@@ -191,19 +192,18 @@ def build_llm(text: str, settings: Settings, force: bool = False) -> LlmCard:
             card = None
         if card is not None and (card.sha256, card.versions) == (sha, versions) and (hf / "config.json").is_file():
             return overrides.apply(card if card.source == path else moved(card, path, hf))
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=final.parent, prefix=f".{name}-") as tmp:
+    with staging(final.parent, final.name) as tmp:
         if kind == "gguf":
             from turboinfer.runtime.llm.transformers import export_safetensors
 
-            export_safetensors(path, Path(tmp) / "hf")
+            export_safetensors(path, tmp / "hf")
         entry = next((e for e in LLMS if e.name == name), None)
         card = LlmCard(**asdict(facts), name=name, source=path, kind=kind, hf_folder=hf, folder=final, sha256=sha,
                        versions=versions, description=entry.description if entry else "")  # fmt: skip
-        (Path(tmp) / LLM_CARD).write_text(json.dumps(card.to_dict(), indent=2))
+        (tmp / LLM_CARD).write_text(json.dumps(card.to_dict(), indent=2))
         if final.exists():
             shutil.rmtree(final)
-        Path(tmp).rename(final)
+        tmp.rename(final)
     card = load_llm_card(final / LLM_CARD)
     if card.gguf is not None and card.architecture in OPENVINO_GGUF_ARCHITECTURES:
         openvino_gguf(card, REQUANTIZED)
@@ -270,17 +270,16 @@ def ort_genai_model(card: LlmCard, precision: str) -> Path:
         raise InvalidModel(f"ONNX Runtime GenAI builds {', '.join(ORT_PRECISIONS)} weights, not {precision!r}")
     final = card.folder / f"ort-genai-{precision}"
     if not (final / "genai_config.json").is_file():
-        card.folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=card.folder, prefix=".ort-genai-") as tmp:
+        with staging(card.folder, final.name) as tmp:
             hf = str(card.hf_folder)
-            command = [sys.executable, "-m", "turboinfer.runtime.llm.ort_genai_build", "-m", hf, "-i", hf, "-o", tmp,
-                       "-p", precision, "-e", "cpu", "-c", str(Path(tmp) / "cache")]  # fmt: skip
+            command = [sys.executable, "-m", "turboinfer.runtime.llm.ort_genai_build", "-m", hf, "-i", hf, "-o",
+                       str(tmp), "-p", precision, "-e", "cpu", "-c", str(tmp / "cache")]  # fmt: skip
             start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["no output"])[-1]
                 raise InvalidModel(f"ONNX Runtime GenAI's model builder failed on {card.name} ({precision}): {last}")
-            shutil.rmtree(Path(tmp) / "cache", ignore_errors=True)
-            (Path(tmp) / "build.json").write_text(json.dumps({"seconds": round(time.perf_counter() - start, 1)}))
-            Path(tmp).rename(final)
+            shutil.rmtree(tmp / "cache", ignore_errors=True)
+            (tmp / "build.json").write_text(json.dumps({"seconds": round(time.perf_counter() - start, 1)}))
+            tmp.rename(final)
     return final

@@ -11,11 +11,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from turboinfer.core.errors import InvalidModel
+from turboinfer.core.staging import staging
 
 IR_WEIGHTS = {
     "int8": ["--weight-format", "int8"],
@@ -48,23 +48,22 @@ def export_ir(folder: Path, target: Path, weights: str, chat_template: str = "")
             f"optimum-intel is not installed at {optimum_cli().parent.parent} (make install puts it there)"
         )
     start = time.perf_counter()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as tmp:
-        source = staged(folder, Path(tmp) / "source", chat_template)
+    with staging(target.parent, target.name) as tmp:
+        source = staged(folder, tmp / "source", chat_template)
         command = [str(optimum_cli()), "export", "openvino", "--model", str(source), "--task",
-                   "text-generation-with-past", *IR_WEIGHTS[weights], str(Path(tmp) / "ir")]  # fmt: skip
+                   "text-generation-with-past", *IR_WEIGHTS[weights], str(tmp / "ir")]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=EXPORT_TIMEOUT_S)
-        check(done, Path(tmp) / "ir", f"optimum-intel cannot export {folder.name} as OpenVINO IR")
+        check(done, tmp / "ir", f"optimum-intel cannot export {folder.name} as OpenVINO IR")
         if weights == "int4-awq":
-            compressed = awq(Path(tmp) / "ir", Path(tmp) / "awq", env)
-            check(compressed, Path(tmp) / "awq", f"NNCF's data-aware int4 compression of {folder.name} failed")
-            shutil.rmtree(Path(tmp) / "ir")
-            (Path(tmp) / "awq").rename(Path(tmp) / "ir")
-        (Path(tmp) / "ir" / "export.json").write_text(json.dumps({"seconds": round(time.perf_counter() - start, 1)}))
+            compressed = awq(tmp / "ir", tmp / "awq", env)
+            check(compressed, tmp / "awq", f"NNCF's data-aware int4 compression of {folder.name} failed")
+            shutil.rmtree(tmp / "ir")
+            (tmp / "awq").rename(tmp / "ir")
+        (tmp / "ir" / "export.json").write_text(json.dumps({"seconds": round(time.perf_counter() - start, 1)}))
         if target.exists():
             shutil.rmtree(target)
-        (Path(tmp) / "ir").rename(target)
+        (tmp / "ir").rename(target)
     return time.perf_counter() - start
 
 

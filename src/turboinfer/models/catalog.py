@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from turboinfer.core.card import ModelCard, Provenance, card_path_for, file_sha256, load_card, save_card
 from turboinfer.core.errors import InvalidInput, InvalidModel, ModelNotFound
 from turboinfer.core.settings import Settings
+from turboinfer.core.staging import staging
 from turboinfer.core.types import ImagePreprocess, Preprocess, TensorSpec, TextPreprocess
 from turboinfer.models.cards import card_from_onnx
 from turboinfer.models.inputs import check_preprocess
@@ -143,10 +143,8 @@ def build_zoo_model(name: str, settings: Settings, force: bool = False) -> Model
         return card
     from turboinfer.models import export
 
-    settings.zoo_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(dir=settings.zoo_dir, prefix=f".{name}-") as tmp:
-        folder = Path(tmp)
+    with staging(settings.zoo_dir, name) as folder:
         info = export.export_onnx(name, entry.task, folder / "model.onnx")
         weights_sha = file_sha256(export.weights_file(name)) if entry.real_weights else ""
         if isinstance(entry.preprocess, TextPreprocess):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -20,6 +19,7 @@ import numpy as np
 
 from turboinfer.core.card import ModelCard, card_path_for, file_sha256, load_card, save_card
 from turboinfer.core.errors import InvalidModel, ModelNotFound
+from turboinfer.core.staging import staging
 from turboinfer.core.types import Preprocess, TensorSpec, TextPreprocess
 
 Feeds = dict[str, np.ndarray]
@@ -115,9 +115,7 @@ def apply_pass(step: Pass, card: ModelCard, context: PassContext) -> ModelCard:
     cached = cached_output(final)
     if cached is not None:
         return cached
-    context.cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=context.cache_dir, prefix=f".{key}-") as tmp:
-        folder = Path(tmp)
+    with staging(context.cache_dir, key) as folder:
         model_path, changed = step.transform(card, folder, context)
         spec = card.preprocess
         if isinstance(spec, TextPreprocess) and spec.tokenizer and not Path(spec.tokenizer).is_absolute():

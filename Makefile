@@ -48,7 +48,7 @@ test-all: install data browser
 lint: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/mypy src
+	$(BIN)/mypy src benchmarks
 	$(BIN)/lint-imports
 	@echo "largest modules (lines; keep each under 400):"
 	@find src -name '*.py' -exec wc -l {} + | sort -rn | sed -n '2,9p'

@@ -73,6 +73,7 @@ def main() -> None:
         )
     torchvision_parity(cases, spec)
     card = build_zoo_model("efficientnet-lite0", settings)
+    assert isinstance(card.preprocess, ImagePreprocess)
     items = fidelity_set(settings)
     session = open_session(card.onnx_path)
     print(f"\nTop-1 agreement of EfficientNet-Lite0 with the baseline preprocessing, {len(items)} real photos:\n")

@@ -14,6 +14,7 @@ import litserve as ls
 import numpy as np
 
 from turboinfer.core.card import load_card
+from turboinfer.core.types import ImagePreprocess
 from turboinfer.models.image_pipeline import ImagePipeline
 from turboinfer.models.postprocess import softmax_top5
 from turboinfer.runtime.session import SessionOptions, open_session
@@ -28,6 +29,7 @@ class ImageAPI(ls.LitAPI):
 
     def setup(self, device: str) -> None:
         self.card = load_card(self.card_path)
+        assert isinstance(self.card.preprocess, ImagePreprocess), "the LitServe baseline serves an image model"
         self.pipeline = ImagePipeline(self.card.preprocess)
         self.session = open_session(self.card.onnx_path, "ort", SessionOptions(intra_threads=2))
 

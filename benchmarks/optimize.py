@@ -15,16 +15,21 @@ Run: .venv/bin/python benchmarks/optimize.py [effnet|minilm|resnet152 ...] > out
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from turboinfer.core.card import ModelCard
 from turboinfer.core.settings import Settings
+from turboinfer.core.types import ImagePreprocess
 from turboinfer.hardware.probe import probe_cpu
 from turboinfer.measure.fidelity import classify_metrics
 from turboinfer.measure.stats import paired_ratio_ci
@@ -46,6 +51,11 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def model_progress(model: str, label: str, done: int) -> None:
+    """One optimize candidate of one of several models, logged."""
+    log(f"  {model} [{done + 1}] {label}")
+
+
 def outcome_table(result: OptimizeResult) -> None:
     """Every candidate of a search as a markdown table."""
     judged = next((o.judged_by for o in result.outcomes if o.judged_by), "")
@@ -65,7 +75,7 @@ def outcome_table(result: OptimizeResult) -> None:
 
 def race(sessions: dict[str, tuple[Session, dict[str, np.ndarray]]], seconds: float, batch: int) -> None:
     """Interleave sessions on their own inputs; print medians and ratios against the first, per item."""
-    calls = {name: (lambda s=s, f=f: s.run(f)) for name, (s, f) in sessions.items()}
+    calls: dict[str, Callable[[], object]] = {name: functools.partial(s.run, f) for name, (s, f) in sessions.items()}
     for call in calls.values():
         for _ in range(3):
             call()
@@ -161,20 +171,24 @@ class NncfDefault:
 
     backend = "openvino"
 
-    def __init__(self, path: Path, calibration: list[dict[str, np.ndarray]]) -> None:
+    def __init__(self, card: ModelCard, calibration: list[dict[str, np.ndarray]]) -> None:
         import nncf
         import openvino as ov
 
-        model = ov.Core().read_model(str(path))
+        self.inputs, self.outputs = card.inputs, card.outputs
+        model = ov.Core().read_model(str(card.onnx_path))
         name = model.inputs[0].get_any_name()
         quantized = nncf.quantize(model, nncf.Dataset(calibration, lambda feeds: feeds[name]))
         self._compiled = ov.compile_model(quantized, "CPU")
         self.precision = str(self._compiled.get_property("INFERENCE_PRECISION_HINT"))
         self._outputs = [o.get_any_name() for o in self._compiled.outputs]
 
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         result = self._compiled(list(feeds.values()))
         return {name: result[i] for i, name in enumerate(self._outputs)}
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "precision": self.precision}
 
 
 def peers(settings: Settings) -> None:
@@ -183,12 +197,13 @@ def peers(settings: Settings) -> None:
     optimizer = Optimizer(Plan("efficientnet-lite0"), settings)
     card = optimizer.card
     calibration = [feeds(card, optimizer.sets.calibration, i, i + 1) for i in range(len(optimizer.sets.calibration))]
-    peer = NncfDefault(card.onnx_path, calibration)
+    peer = NncfDefault(card, calibration)
     chosen_card, chosen = optimizer.open(result.chosen.candidate)
-    rows = {
+    rows: dict[str, tuple[Session, ModelCard]] = {
         "turboinfer: " + result.chosen.candidate.label: (chosen, chosen_card),
         "NNCF quantize, defaults": (peer, card),
     }
+    assert isinstance(card.preprocess, ImagePreprocess)
     crops, labels = labelled_crops(card.preprocess)
     print(
         "| variant | decisive top-1 agreement (p ≥ 0.5) | top-1 agreement, all | true top-1, 20 labelled | precision |"
@@ -227,7 +242,7 @@ def own_models(settings: Settings) -> None:
         result = run(
             Plan(str(path), tokenizer=text_tokenizer),
             settings,
-            progress=lambda label, done, model=name: log(f"  {model} [{done + 1}] {label}"),
+            progress=functools.partial(model_progress, name),
         )
         chosen = result.chosen
         speed = (

@@ -69,15 +69,14 @@ def main() -> None:
         rec = report.recommendations[0].action if report.recommendations else "—"
         print(
             f"| {name} | {wall:.0f} | {report.model_latency.median * 1e3:.1f} "
-            f"| {pipeline.end_to_end.median * 1e3:.1f} | {top.name} {top.share:.0%} |" if pipeline else
+            f"| {pipeline.end_to_end.median * 1e3:.1f} | {top.name} {top.share:.0%} |" if pipeline and top else
             f"| {name} | {wall:.0f} | {report.model_latency.median * 1e3:.1f} | — | — |",
             end="",
         )  # fmt: skip
-        print(
-            f" {whole.flops / 1e9:.2f} | {whole.flops / whole.bytes:.1f} | {whole.bound} "
-            f"| {whole.attained_gflops:.0f} / {whole.ceiling_gflops:.0f} | {rec} "
-            f"| {profiler_overhead(card.onnx_path, sample_feeds(card))} |"
-        )
+        roof = (f" {whole.flops / 1e9:.2f} | {whole.flops / whole.bytes:.1f} | {whole.bound} "
+                f"| {whole.attained_gflops or 0:.0f} / {whole.ceiling_gflops:.0f} |"
+                if whole else " — | — | — | — |")  # fmt: skip
+        print(f"{roof} {rec} | {profiler_overhead(card.onnx_path, sample_feeds(card))} |")
 
 
 if __name__ == "__main__":

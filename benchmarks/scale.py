@@ -89,7 +89,7 @@ def ray_part(variant: Variant, photos: Path, count: int, repeats: int) -> float:
     return job
 
 
-def timed(action, *args):  # type: ignore[no-untyped-def]
+def timed(action, *args):
     """(result, seconds) of one call."""
     begin = time.perf_counter()
     result = action(*args)

@@ -167,10 +167,10 @@ def case_study_command(
     """Seed-style baseline vs same-model baseline vs the optimized pipeline, under load over HTTP."""
     config = CaseStudyConfig(p99_target_s=p99_target_ms / 1000, quick=quick, pca=pca)
     env = settings()
+    log = Path(optimized).with_name(DECISION_LOG)  # read first: a bad log fails before minutes of load, not after
+    decisions = read_decisions(log) if optimized.endswith(VARIANT_SUFFIX) and log.is_file() else []
     with render.progress() as step:
         result = run_case_study(gallery, parse_variant(optimized, env), out, config, env, step)
     render.case_study(result)
     render.write_json(out / "case-study.json", result.to_dict())
-    log = Path(optimized).with_name(DECISION_LOG)
-    decisions = read_decisions(log) if optimized.endswith(VARIANT_SUFFIX) and log.is_file() else []
     render.write_text(out / "report.html", case_study_html(result, decisions))

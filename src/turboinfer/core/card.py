@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from turboinfer.core.errors import InvalidModel, ModelNotFound
+from turboinfer.core.staging import write_atomic
 from turboinfer.core.types import (
     Preprocess,
     TensorSpec,
@@ -105,10 +104,7 @@ def file_sha256(path: Path) -> str:
 def save_card(card: ModelCard) -> Path:
     """Write the card's JSON sidecar atomically (temp file, then rename) and return its path."""
     path = card.card_path
-    text = json.dumps(card.to_dict(), indent=2, sort_keys=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
+    write_atomic(path, json.dumps(card.to_dict(), indent=2, sort_keys=True))
     return path
 
 

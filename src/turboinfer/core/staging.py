@@ -1,6 +1,6 @@
 """Where a cache entry is built before it appears: a hidden folder beside it, named after the building process, so
 that the entry appears whole (renamed into place) or not at all, and what a killed build left behind is found and
-removed by the next build of the same entry."""
+removed by the next build of the same entry; a small file written whole."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ def staging(parent: Path, name: str) -> Iterator[Path]:
             shutil.rmtree(stale, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=parent, prefix=f".{name}-{os.getpid()}-") as tmp:
         yield Path(tmp)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a small file whole: a temporary file beside it, renamed over it (a reader sees the old text or the
+    new, never half of it)."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}-", suffix=".tmp", delete=False) as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, path)
 
 
 def builder_pid(folder: Path, name: str) -> int | None:

@@ -12,7 +12,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 from turboinfer.core.errors import InvalidModel, MissingExtra, ModelNotFound
 from turboinfer.core.settings import Settings
-from turboinfer.core.staging import staging
+from turboinfer.core.staging import staging, write_atomic
 from turboinfer.llm.overrides import Overrides, read_overrides
 from turboinfer.llm.source import LlmFacts, facts_of, gguf_chat_template, read_gguf, source_kind, source_sha256
 
@@ -214,9 +213,7 @@ def moved(card: LlmCard, source: Path, hf_folder: Path) -> LlmCard:
     """The card of a build whose source (the same name and bytes) now lies elsewhere: what was built stands, the
     card follows the file (rewritten whole, so a reader sees the old card or the new one)."""
     card = replace(card, source=source, hf_folder=hf_folder)
-    with tempfile.NamedTemporaryFile("w", dir=card.folder, prefix=".card-", suffix=".json", delete=False) as tmp:
-        tmp.write(json.dumps(card.to_dict(), indent=2))
-    Path(tmp.name).replace(card.folder / LLM_CARD)
+    write_atomic(card.folder / LLM_CARD, json.dumps(card.to_dict(), indent=2))
     return card
 
 

@@ -146,14 +146,18 @@ class RooflinePoint:
     """min(peak, intensity × bandwidth): the most this node could reach here."""
 
     @property
+    def intensity(self) -> float | None:
+        """FLOP per byte (None when no bytes were counted)."""
+        return self.flops / self.bytes if self.bytes else None
+
+    @property
     def share_of_ceiling(self) -> float | None:
         """Attained / ceiling (1.0 = on the roof)."""
         return None if self.attained_gflops is None else self.attained_gflops / self.ceiling_gflops
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {**self.__dict__, "intensity": self.flops / self.bytes if self.bytes else None,
-                "share_of_ceiling": self.share_of_ceiling}  # fmt: skip
+        return {**self.__dict__, "intensity": self.intensity, "share_of_ceiling": self.share_of_ceiling}
 
 
 def place(

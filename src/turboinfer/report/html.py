@@ -74,9 +74,9 @@ def pipeline_section(pipeline: PipelineProfile | None) -> str:
 
 def roofline_point(point: RooflinePoint, name: str) -> tuple[float, float, str] | None:
     """(intensity, attained GFLOP/s, name) of a point that was timed and moved bytes, else None."""
-    if not point.attained_gflops or not point.bytes:
+    if not point.attained_gflops or point.intensity is None:
         return None
-    return point.flops / point.bytes, point.attained_gflops, name
+    return point.intensity, point.attained_gflops, name
 
 
 def operators_section(ops: OperatorProfile | None, whole: RooflinePoint | None, roof: Ceilings) -> str:

@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.http import free_port, metric, running
 from tests.support.llm_server import CONFIG, LIMITS, MODEL, call, chat, sse, wait_for, wait_healthy
+from turboinfer.serve.openai.engine_process import LocalEngine, build_engine
 from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.run import OpenAiModels, compose, llm_serving
 
@@ -212,8 +213,8 @@ def test_unknown_models_oversized_and_half_sent_bodies(llm):
 
 
 class Faulty:
-    """Fault injection over the real engine: steps wait while `gate` is closed; the next step after `fault` is set
-    raises it (once)."""
+    """Fault injection over the real engine, built in this process and served through a core in a thread
+    (LocalEngine): steps wait while `gate` is closed; the next step after `fault` is set raises it (once)."""
 
     def __init__(self, engine: Any) -> None:
         self.inner, self.fault = engine, None
@@ -222,9 +223,6 @@ class Faulty:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-    def close(self) -> None:
-        """Kept open across the servers of this module (closed by the fixture)."""
 
     def step(self) -> list[int]:
         self.gate.wait()
@@ -236,15 +234,16 @@ class Faulty:
 
 @pytest.fixture(scope="module")
 def spare(settings) -> Faulty:
-    """A second engine for servers of their own (one at a time)."""
-    faulty = Faulty(llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25).engine)
-    yield faulty
-    faulty.inner.close()
+    """The served engine once more, in this process, for servers of their own (one at a time, each through a
+    LocalEngine of its own)."""
+    served = llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25).engine
+    served.close()
+    return Faulty(build_engine(served.spec))
 
 
 def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
     spare.gate.clear()  # the warm-up generation cannot finish: still loading
-    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, LIMITS)}))
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (LocalEngine(spare), LIMITS)}))
     with running(server) as base:
         status, _, health = call(f"{base}/health")
         assert status == 503 and health["models"][MODEL]["state"] == "loading"
@@ -259,7 +258,7 @@ def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
         assert status == 503 and health["models"][MODEL]["state"] == "restarting"
         assert "device lost" in health["models"][MODEL]["reason"]
         assert call(f"{base}/v2/health/live")[0] == 200  # alive: it heals without a process restart
-        wait_healthy(base)  # a fresh engine process after the back-off
+        wait_healthy(base)  # a fresh core after the back-off
         assert call(f"{base}/v1/chat/completions", chat(max_tokens=4))[0] == 200
         text = urllib.request.urlopen(f"{base}/metrics").read().decode()
         assert metric(text, f'turboinfer_llm_engine_restarts_total{{model="{MODEL}"}}') == 1
@@ -267,7 +266,7 @@ def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
 
 def test_a_full_queue_is_refused_at_once_with_retry_after(spare, settings):
     limits = SchedulerConfig(max_running=1, queue_size=1, max_new_tokens=1024)
-    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, limits)}))
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (LocalEngine(spare), limits)}))
     with running(server) as base:
         wait_healthy(base)
         scheduler = server.frontends["openai"].schedulers[MODEL]
@@ -289,7 +288,7 @@ def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spar
     speed), a third prompt in line would get its first token after ~600 ms: refused at once; the two before it are
     answered. Every stream busy means a wait of a whole generation: refused too."""
     limits = SchedulerConfig(max_running=4, queue_size=4, max_new_tokens=1024, ttft_target_s=0.5)
-    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, limits)}))
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (LocalEngine(spare), limits)}))
     with running(server) as base:
         wait_healthy(base)
         scheduler = server.frontends["openai"].schedulers[MODEL]
@@ -306,7 +305,7 @@ def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spar
         senders[0].start()
         wait_for(lambda: scheduler.running == 1)
         senders[1].start()
-        wait_for(lambda: scheduler.waiting == 1)
+        wait_for(lambda: scheduler.running == 2)  # handed to the core, which is stuck in its step
         status, headers, answer = call(f"{base}/v1/chat/completions", chat(max_tokens=2))
         spare.gate.set()
         for sender in senders:
@@ -315,7 +314,7 @@ def test_a_ttft_target_refuses_what_would_wait_too_long_for_its_first_token(spar
     assert "about 600 ms" in answer["error"]["message"] and "500 ms TTFT target" in answer["error"]["message"]
     assert answers == [200, 200]
     busy = SchedulerConfig(max_running=1, queue_size=4, max_new_tokens=1024, ttft_target_s=0.5)
-    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, busy)}))
+    server = compose(CONFIG, openai=OpenAiModels({MODEL: (LocalEngine(spare), busy)}))
     with running(server) as base:
         wait_healthy(base)
         with sse(base, "/v1/chat/completions", chat(max_tokens=1000, ignore_eos=True, stream=True)) as lines:
@@ -387,9 +386,7 @@ def ort_int8(settings):
     from turboinfer.llm.variant import GeneratorVariant, open_generator
     from turboinfer.serve.openai.interleave import Interleaved
 
-    engine = Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings))
-    engine.close = lambda: None  # type: ignore[attr-defined]  # kept across this module's servers
-    return engine
+    return LocalEngine(Interleaved(open_generator(GeneratorVariant(MODEL, "ort-genai", "int8", threads=2), settings)))
 
 
 @pytest.mark.parametrize("mode", ["shadow", "canary"])
@@ -397,7 +394,9 @@ def test_a_shadow_measures_greedy_agreement_and_a_canary_takes_its_share(spare, 
     from turboinfer.serve.split_config import SplitConfig
 
     split = SplitConfig(mode, share=1.0)
-    server = compose(CONFIG, openai=OpenAiModels({MODEL: (spare, LIMITS)}, {MODEL: (ort_int8, LIMITS, split)}))
+    server = compose(
+        CONFIG, openai=OpenAiModels({MODEL: (LocalEngine(spare), LIMITS)}, {MODEL: (ort_int8, LIMITS, split)})
+    )
     with running(server) as base:
         wait_healthy(base)
         for prompt in ("1, 2, 3, 4,", "a, b, c, d,", "Monday, Tuesday,"):

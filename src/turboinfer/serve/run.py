@@ -22,9 +22,9 @@ from turboinfer.llm.variant import parse_generator
 from turboinfer.runtime.llm.generate import KV_VALUE_BYTES, check_kv_capacity
 from turboinfer.runtime.session import Session
 from turboinfer.serve.config import ServeConfig
-from turboinfer.serve.openai.engine_process import EngineSpec, ProcessEngine
+from turboinfer.serve.openai.engine_process import CoreClient, EngineSpec, ProcessEngine
 from turboinfer.serve.openai.routes import OpenAiRoutes
-from turboinfer.serve.openai.scheduler import Engine, SchedulerConfig
+from turboinfer.serve.openai.scheduler import SchedulerConfig
 from turboinfer.serve.server import FrontEnd, Server
 from turboinfer.serve.split_config import SplitConfig
 from turboinfer.serve.v2.batcher import BatcherConfig
@@ -71,7 +71,7 @@ class LlmServing:
     """One served LLM: its engine (loaded, not yet warmed up), its scheduler's limits, and the KV arithmetic."""
 
     name: str
-    engine: Engine
+    engine: CoreClient
     scheduler: SchedulerConfig
     kv_plan: str
     """One line: KV bytes per token, the cache, what fits in it."""
@@ -154,8 +154,8 @@ class V2Models:
 class OpenAiModels:
     """The LLMs a server serves over the OpenAI API: engines with their scheduler limits, second variants."""
 
-    engines: dict[str, tuple[Engine, SchedulerConfig]] = field(default_factory=dict)
-    splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] = field(default_factory=dict)
+    engines: dict[str, tuple[CoreClient, SchedulerConfig]] = field(default_factory=dict)
+    splits: dict[str, tuple[CoreClient, SchedulerConfig, SplitConfig]] = field(default_factory=dict)
 
 
 def compose(config: ServeConfig, v2: V2Models | None = None, openai: OpenAiModels | None = None) -> Server:

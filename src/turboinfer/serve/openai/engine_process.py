@@ -1,40 +1,40 @@
-"""The engine in a process of its own. OpenVINO GenAI's `step` holds Python's GIL for the whole step (40–60 ms at
-16 streams), which starved the server's event loop: refusals took 84 ms and text left in bursts once per step.
-Here the scheduler's thread calls the engine over a pipe and waits on it with the GIL released; the child
-process owns the engine and runs each call, and the text pieces a step produced come back with its result.
+"""The scheduler's end of an engine core (engine_core.py): the core in a process of its own (`ProcessEngine`, what
+the server runs) or in a thread beside an engine built in this process (`LocalEngine`: an engine a caller built
+and keeps, as the tests' fault-injecting wrappers). Sending never waits; `receive` waits for the core's messages
+with the GIL released.
 
-The child is started with `spawn` (a fresh interpreter: no copy of the server's threads or event loop) and
-builds the engine itself from a picklable spec. Every call waits at most a timeout: a child that dies, or that
-does not answer in time (hung: it is killed), makes the call raise EngineGone, and the scheduler restarts the
-engine (`restart`: a fresh child from the same spec). Only this server's own child is ever unpickled."""
+Why a process: OpenVINO GenAI's `step` holds Python's GIL for the whole step (40–60 ms at 16 streams), which
+starved the server's event loop: refusals took 84 ms and text left in bursts once per step. The child is started
+with `spawn` (a fresh interpreter: no copy of the server's threads or event loop) and builds the engine itself
+from a picklable spec. Every wait is bounded: a core that dies, or that owes an answer and sends nothing for
+call_timeout_s (hung: a child is killed), is reported as ("gone", EngineGone), and the scheduler restarts it.
+Only this server's own child is ever unpickled."""
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import pickle
+import os
 import signal
-import traceback
+import threading
+import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
 from turboinfer.core.errors import TurboinferError
-from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.serve.openai.engine_core import Engine, Job, portable, run_core
 
 START_TIMEOUT_S = 300.0
 CALL_TIMEOUT_S = 120.0
-"""The longest one call (an engine step: a decode step for every stream plus a chunk of prefill) may take before
-the child is taken for hung and killed."""
+"""The longest a core that owes an answer (a step of running requests, a ping) may stay silent before it is taken
+for hung."""
 
 
 class EngineGone(TurboinferError):
-    """The engine's process died, or did not answer a call in time (and was killed)."""
-
-
-class EngineCallFailed(TurboinferError):
-    """A call failed in the child with an exception that cannot cross the pipe (its traceback's end is kept)."""
+    """The engine's core died, or did not answer in time (a process is killed then)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class EngineSpec:
     """The llm.card.LlmCard the server resolved (None: the child builds or finds it)."""
 
 
-def build_engine(spec: EngineSpec) -> Any:
+def build_engine(spec: EngineSpec) -> Engine:
     """The engine a spec names: one that batches itself (OpenVINO GenAI, llama.cpp), or a step-wise engine
     interleaved."""
     from turboinfer.core.settings import Settings
@@ -63,175 +63,217 @@ def build_engine(spec: EngineSpec) -> Any:
 
 
 def child_main(connection: Connection, spec: EngineSpec) -> None:
-    """The child: build the engine, say what it is, then answer calls until told to stop or the pipe closes.
-    SIGINT and SIGTERM are ignored: a signal to the whole process group (Ctrl-C, a group kill) must not end the
-    engine under the server's drain; the server closes it afterwards, and a dead server closes the pipe."""
+    """The child: build the engine, then serve its core until told to stop or the pipe closes. SIGINT and SIGTERM
+    are ignored: a signal to the whole process group (Ctrl-C, a group kill) must not end the engine under the
+    server's drain; the server closes it afterwards, and a dead server closes the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         engine = build_engine(spec)
     except Exception as err:  # reported to the parent, which raises it where the server is being built
-        connection.send(("error", err))
+        connection.send(("error", portable(err)))
         return
-    pieces: list[tuple[int, str]] = []
-    facts = {"engine": engine.engine, "context": engine.context, "describe": engine.describe()}
-    connection.send(("ready", facts))
-    while True:
+    run_core(engine, connection)
+
+
+class CoreClient(ABC):
+    """Jobs, cancellations and pings to a core; its messages back."""
+
+    engine: str
+    context: int
+
+    def __init__(self, call_timeout_s: float) -> None:
+        self.call_timeout_s = call_timeout_s
+        self._connection: Connection | None = None
+        self._describe: dict[str, Any] = {}
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._heard = time.monotonic()
+
+    @abstractmethod
+    def open(self) -> None:
+        """Start a core unless one runs (its engine's error raised here when it cannot be built)."""
+
+    @abstractmethod
+    def _gone(self) -> str:
+        """Why the core's connection closed."""
+
+    @abstractmethod
+    def _hung(self) -> str:
+        """Deal with a core that stays silent (kill it where that can be done); what to tell its requests."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop the core."""
+
+    def _started(self, connection: Connection) -> None:
+        """Wait for a new core's "ready" (or its build error, raised)."""
+        if not connection.poll(START_TIMEOUT_S):
+            raise EngineGone(f"the engine was not ready in {START_TIMEOUT_S:g} s")
         try:
-            method, args = connection.recv()
-        except EOFError:
-            return
-        if method == "close":
-            return
+            kind, value = connection.recv()
+        except (EOFError, OSError):
+            raise EngineGone(self._gone()) from None
+        if kind == "error":
+            raise value
+        self._connection, self._heard = connection, time.monotonic()
+        self.engine, self.context, self._describe = value["engine"], value["context"], value["describe"]
+
+    def restart(self) -> None:
+        """A fresh core, its requests forgotten (the old one ended first)."""
+        self.close()
+        self.open()
+
+    def describe(self) -> dict[str, Any]:
+        """The engine's description, and where its core runs."""
+        return {**self._describe, "process": self.where}
+
+    where = ""
+
+    def add(self, job: Job) -> None:
+        """Hand a job to the core (its admission, text and result come back in its outputs)."""
+        self._send("add", job)
+
+    def cancel(self, key: int) -> None:
+        """Drop a job from the core."""
+        self._send("cancel", key)
+
+    def ping(self) -> None:
+        """Ask the core for a ("pong", None): an idle core that does not answer in call_timeout_s is hung."""
+        self._send("ping", None)
+
+    def _send(self, kind: str, value: Any) -> None:
+        if self._connection is None:
+            raise EngineGone("the engine has no core running")
         try:
-            reply = add(engine, pieces, *args) if method == "add" else call(engine, method, args)
-            connection.send(("ok", reply, pieces))
-        except Exception as err:  # the parent re-raises it (its type kept) in the scheduler's thread
-            failure = err if is_picklable(err) else EngineCallFailed(traceback.format_exc()[-500:])
-            connection.send(("error", failure, pieces))
-        pieces.clear()  # in place: the engine's callbacks hold this list
+            self._connection.send((kind, value))
+        except (OSError, ValueError):
+            raise EngineGone(self._gone()) from None
+
+    def wake(self) -> None:
+        """Make a `receive` waiting in another thread return now (new work arrived)."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_write, b"!")
+
+    def receive(self, timeout_s: float, expecting: bool) -> list[tuple[str, Any]]:
+        """The core's messages, waiting up to timeout_s for the first or for a wake. `expecting`: the core owes an
+        answer (requests run, a ping is out), so silence past call_timeout_s makes it hung. A core that is gone
+        ends the list with ("gone", EngineGone)."""
+        if self._connection is None:
+            return [("gone", EngineGone("the engine has no core running"))]
+        if not expecting:
+            self._heard = time.monotonic()
+        ready = wait([self._connection, self._wake_read], timeout_s)
+        if self._wake_read in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_read, 4096)
+        messages: list[tuple[str, Any]] = []
+        try:
+            while self._connection.poll(0):
+                messages.append(self._connection.recv())
+        except (EOFError, OSError):
+            messages.append(("gone", EngineGone(self._gone())))
+        if messages:
+            self._heard = time.monotonic()
+        elif expecting and time.monotonic() - self._heard > self.call_timeout_s:
+            messages.append(("gone", EngineGone(self._hung())))
+        return messages
 
 
-def add(engine: Any, pieces: list[tuple[int, str]], request: GenerationRequest, streams: bool) -> int:
-    """Add a request in the child; its text pieces are collected under its key for the parent."""
-    key = [-1]
-    key[0] = engine.add(request, (lambda piece: pieces.append((key[0], piece))) if streams else None)
-    return key[0]
+class ProcessEngine(CoreClient):
+    """An engine core in a child process built from a spec (started here: a model that cannot be opened fails
+    before the server listens)."""
 
-
-def call(engine: Any, method: str, args: tuple[Any, ...]) -> Any:
-    """One of the Engine protocol's methods (a ping answers None: the child is alive and not stuck); a step answers
-    its finished requests with the KV cache's use after it, so a step costs one round-trip."""
-    if method == "ping":
-        return None
-    if method == "step":
-        return engine.step(), engine.cache_usage()
-    if method not in CALLS:
-        raise EngineCallFailed(f"no engine call {method!r}")
-    return getattr(engine, method)(*args)
-
-
-CALLS = frozenset({"tokenize", "chat", "result", "cancel", "describe"})
-
-
-def is_picklable(err: Exception) -> bool:
-    """Whether an exception survives the pipe (most do; some carry engine objects)."""
-    try:
-        pickle.dumps(err)
-    except Exception:
-        return False
-    return True
-
-
-class ProcessEngine:
-    """The scheduler's engine interface, each call run by the child process."""
+    where = "engine in a child process"
 
     def __init__(self, spec: EngineSpec, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
-        self.spec, self.call_timeout_s = spec, call_timeout_s
-        self._streams: dict[int, OnText] = {}
-        self._cache_usage = 0.0
-        self._start()
-
-    def _start(self) -> None:
-        """Spawn the child and wait until its engine is built (its error raised here when it cannot be)."""
-        context = multiprocessing.get_context("spawn")
-        self._connection, child = context.Pipe()
-        self._process = context.Process(target=child_main, args=(child, self.spec), daemon=True,
-                                        name="turboinfer-engine")  # fmt: skip
-        self._process.start()
-        child.close()
-        kind, value = self._receive(START_TIMEOUT_S)[:2]
-        if kind == "error":
-            self._process.join(5)
-            raise value
-        self.engine, self.context, self._describe = value["engine"], value["context"], value["describe"]
+        super().__init__(call_timeout_s)
+        self.spec = spec
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self.open()
 
     @property
     def pid(self) -> int | None:
         """The child's process id."""
-        return self._process.pid
+        return self._process.pid if self._process is not None else None
 
-    def _receive(self, timeout_s: float) -> tuple[Any, ...]:
+    def open(self) -> None:
+        """Spawn the child unless it runs, and wait until its engine is built."""
+        if self._process is not None and self._process.is_alive():
+            return
+        context = multiprocessing.get_context("spawn")
+        ours, child = context.Pipe()
+        self._process = context.Process(target=child_main, args=(child, self.spec), daemon=True,
+                                        name="turboinfer-engine")  # fmt: skip
+        self._process.start()
+        child.close()
         try:
-            if not self._connection.poll(timeout_s):
-                self._process.kill()
-                raise EngineGone(f"the engine process did not answer in {timeout_s:g} s (hung); it was killed")
-            return tuple(self._connection.recv())
-        except (EOFError, OSError):
+            self._started(ours)
+        except Exception:
+            self._process.join(5)
+            raise
+
+    def _gone(self) -> str:
+        if self._process is not None:
             self._process.join(1)
-            raise EngineGone(f"the engine process died (exit code {self._process.exitcode})") from None
+        return f"the engine process died (exit code {self._process.exitcode if self._process else None})"
 
-    def _call(self, method: str, *args: Any) -> Any:
-        try:
-            self._connection.send((method, args))
-        except (BrokenPipeError, OSError):
-            raise EngineGone(f"the engine process died (exit code {self._process.exitcode})") from None
-        kind, value, pieces = self._receive(self.call_timeout_s)
-        for key, piece in pieces:  # text the call produced, in order, before its result
-            stream = self._streams.get(key)
-            if stream is not None:
-                stream(piece)
-        if kind == "error":
-            raise value
-        return value
-
-    def tokenize(self, text: str) -> list[int]:
-        """Token ids of text."""
-        return list(self._call("tokenize", text))
-
-    def chat(self, messages: list[dict[str, str]]) -> str:
-        """The model's chat template applied."""
-        return str(self._call("chat", messages))
-
-    def add(self, request: GenerationRequest, on_text: OnText | None = None) -> int:
-        """Queue a request in the engine; its text pieces reach on_text after the steps that made them."""
-        key = int(self._call("add", request, on_text is not None))
-        if on_text is not None:
-            self._streams[key] = on_text
-        return key
-
-    def step(self) -> list[int]:
-        """One engine step in the child (this thread waits without the GIL); the finished requests' ids."""
-        finished, self._cache_usage = self._call("step")
-        return list(finished)
-
-    def result(self, key: int) -> GenerationResult:
-        """A finished request's result (pieces held back for a stop string are streamed first)."""
-        result: GenerationResult = self._call("result", key)
-        self._streams.pop(key, None)
-        return result
-
-    def cancel(self, key: int) -> None:
-        """Drop a request."""
-        self._streams.pop(key, None)
-        self._call("cancel", key)
-
-    def cache_usage(self) -> float:
-        """Share of the KV cache in use after the last step (no call of its own)."""
-        return float(self._cache_usage)
-
-    def ping(self) -> None:
-        """EngineGone unless the child answers within the call timeout (the idle scheduler's heartbeat)."""
-        self._call("ping")
-
-    def restart(self) -> None:
-        """A fresh child from the same spec, its requests forgotten (the old one killed if it still runs)."""
-        self.close()
-        self._streams.clear()
-        self._cache_usage = 0.0
-        self._start()
-
-    def describe(self) -> dict[str, Any]:
-        """The child engine's description."""
-        return {**self._describe, "process": "engine in a child process"}
+    def _hung(self) -> str:
+        if self._process is not None:
+            self._process.kill()
+        return f"the engine process did not answer in {self.call_timeout_s:g} s (hung); it was killed"
 
     def close(self) -> None:
-        """Stop the child."""
-        if self._process.is_alive():
+        """Stop the child (killed if it does not end)."""
+        process, connection, self._connection = self._process, self._connection, None
+        if process is None:
+            return
+        if process.is_alive() and connection is not None:
             with contextlib.suppress(OSError):
-                self._connection.send(("close", ()))
-            self._process.join(10)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
-        self._connection.close()
+                connection.send(("close", None))
+            process.join(10)
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+        if connection is not None:
+            connection.close()
+
+
+class LocalEngine(CoreClient):
+    """An engine core in a thread of this process over an engine the caller built (and closes): each `open` after
+    a `close` or a failure starts a fresh core over the same engine. A hung core's thread cannot be killed; it is
+    left behind."""
+
+    where = "engine core in a thread of the server's process"
+
+    def __init__(self, engine: Engine, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+        super().__init__(call_timeout_s)
+        self.inner = engine
+        self._thread: threading.Thread | None = None
+
+    def open(self) -> None:
+        """Start a core thread unless one runs."""
+        if self._thread is not None and self._thread.is_alive() and self._connection is not None:
+            return
+        ours, theirs = multiprocessing.Pipe()
+        self._thread = threading.Thread(target=run_core, args=(self.inner, theirs), daemon=True,
+                                        name="turboinfer-engine-core")  # fmt: skip
+        self._thread.start()
+        self._started(ours)
+
+    def _gone(self) -> str:
+        return "the engine core's thread ended"
+
+    def _hung(self) -> str:
+        return f"the engine core did not answer in {self.call_timeout_s:g} s (hung)"
+
+    def close(self) -> None:
+        """End the core's thread (the engine itself stays open)."""
+        thread, connection, self._connection = self._thread, self._connection, None
+        if connection is not None:
+            with contextlib.suppress(OSError):
+                connection.send(("close", None))
+            connection.close()
+        if thread is not None:
+            thread.join(10)

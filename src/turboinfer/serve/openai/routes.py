@@ -33,10 +33,11 @@ from turboinfer.serve.http import (
     unless_disconnected,
 )
 from turboinfer.serve.logs import access_info
+from turboinfer.serve.openai.engine_process import CoreClient
 from turboinfer.serve.openai.metrics import GenerationMetrics
 from turboinfer.serve.openai.openapi import openai_paths
 from turboinfer.serve.openai.protocol import FIELDS, Completion, ModelLimits, model_of, parse_completion
-from turboinfer.serve.openai.scheduler import Engine, GenerationScheduler, SchedulerConfig
+from turboinfer.serve.openai.scheduler import GenerationScheduler, SchedulerConfig
 from turboinfer.serve.openai.split import GenerationSplit
 from turboinfer.serve.openai.ticket import Ticket
 from turboinfer.serve.schema import parse_object
@@ -101,8 +102,8 @@ class OpenAiRoutes:
 
     name = "openai"
 
-    def __init__(self, engines: dict[str, tuple[Engine, SchedulerConfig]], registry: CollectorRegistry,
-                 limits: Limits, splits: dict[str, tuple[Engine, SchedulerConfig, SplitConfig]] | None = None,
+    def __init__(self, engines: dict[str, tuple[CoreClient, SchedulerConfig]], registry: CollectorRegistry,
+                 limits: Limits, splits: dict[str, tuple[CoreClient, SchedulerConfig, SplitConfig]] | None = None,
                  ) -> None:  # fmt: skip
         self.metrics = GenerationMetrics(registry)
         self.schedulers = {n: GenerationScheduler(n, e, c, self.metrics) for n, (e, c) in engines.items()}

@@ -1,7 +1,10 @@
-"""The LLM scheduler: one thread owns a generator engine and runs its loop. Requests wait in a bounded priority
-queue, join the running batch between engine steps (continuous batching; the engine chunks long prefills) and
-leave it when they finish, pass their deadline or lose their client (cancelled within one step). Text streams
-back to each request's event loop as it becomes final.
+"""The LLM scheduler: the server's side of an engine core (engine_core.py, in the engine's own process). Requests
+wait here in a bounded priority queue with their deadlines; while the core has room they are handed to it, which
+prepares each one, adds it to the running batch between engine steps (continuous batching; the engine chunks long
+prefills) and steps as long as anything runs. Nothing waits on the core per step or per admission: its outputs
+(admissions, text as it becomes final, results) arrive as messages, and this thread routes them to each request's
+event loop. Requests leave when they finish, pass their deadline or lose their client (cancelled in the core's
+next round).
 
 Failures are contained where they happen: a request the engine refuses to add fails alone (400 for a value the
 client sent, 500 otherwise). An engine that fails a step, dies or stops answering (an idle engine is pinged every
@@ -11,22 +14,20 @@ request has a deadline (its own, or the server's request_timeout_s), so none wai
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import logging
 import threading
 import time
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from turboinfer.core.errors import InvalidInput
-from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult, OnText
+from turboinfer.runtime.llm.generate import GenerationRequest, GenerationResult
 from turboinfer.serve.errors import DeadlineExceeded, EngineFailed, EngineStopped, QueueFull, ShuttingDown
 from turboinfer.serve.openai.admission import FirstTokenForecast
-from turboinfer.serve.openai.engine_process import EngineGone
+from turboinfer.serve.openai.engine_core import Job, StepOutput
+from turboinfer.serve.openai.engine_process import CoreClient
 from turboinfer.serve.openai.metrics import GenerationMetrics
-from turboinfer.serve.openai.prefix import PrefixBook
 from turboinfer.serve.openai.ticket import Ticket
 
 log = logging.getLogger("turboinfer.serve")
@@ -34,29 +35,13 @@ State = Literal["loading", "ready", "restarting", "dead", "stopped"]
 WARM_UP = GenerationRequest("Hello", max_tokens=4, ignore_eos=True)
 HEARTBEAT_S = 2.0
 """An idle engine is pinged this often (a dead or hung engine process is found before a request needs it)."""
+TICK_S = 0.1
+"""The longest the scheduler waits for the core's messages while it owes some (deadlines are checked between)."""
 BACKOFF_S = (0.5, 30.0)
 """The first wait before restarting a failed engine, and the longest (doubling while restarts keep failing)."""
 MAX_FAILURES = 8
 """Engine failures in a row (no request finished in between) after which the engine is given up: dead, liveness
 red, so the orchestrator restarts the whole process."""
-
-
-class Engine(Protocol):
-    """What the scheduler drives: requests added, stepped together, collected or cancelled."""
-
-    engine: str
-    context: int
-
-    def tokenize(self, text: str) -> list[int]: ...
-    def chat(self, messages: list[dict[str, str]]) -> str: ...
-    def add(self, request: GenerationRequest, on_text: OnText | None = None) -> int: ...
-    def step(self) -> list[int]: ...
-    def result(self, key: int) -> GenerationResult: ...
-    def cancel(self, key: int) -> None: ...
-    def cache_usage(self) -> float: ...
-    def describe(self) -> dict[str, Any]: ...
-    def ping(self) -> None: ...
-    def restart(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -84,25 +69,33 @@ class SchedulerConfig:
 
 
 class GenerationScheduler:
-    """Runs one engine in a thread of its own; `submit` and `cancel` are called from the event loop."""
+    """Runs one engine core's requests from a thread of its own; `submit` and `cancel` are called from the event
+    loop."""
 
-    def __init__(self, name: str, engine: Engine, config: SchedulerConfig, metrics: GenerationMetrics) -> None:
+    def __init__(self, name: str, engine: CoreClient, config: SchedulerConfig, metrics: GenerationMetrics) -> None:
         self.name, self.engine, self.config, self.metrics = name, engine, config, metrics
         self.state: State = "loading"
         self.reason = "loading and warming up"
         self._cond = threading.Condition()
         self._waiting: list[tuple[int, int, Ticket]] = []
         self._order = itertools.count()
+        self._keys = itertools.count()
         self._cancels: list[Ticket] = []
+        self._sent: dict[int, Ticket] = {}
+        """Requests handed to the core that it has not admitted yet."""
         self._running: dict[int, Ticket] = {}
         self._unstarted: set[int] = set()
         """Keys of running requests without their first token yet (their prompts still to prefill)."""
         self.forecast = FirstTokenForecast()
         self._stopping = False
+        self._pinged = False
+        """A ping is out, its pong not back."""
+        self._heard = 0.0
+        """When the core last sent anything, or was pinged."""
+        self._cache_usage = 0.0
         self.failures = 0
         """Engine failures since a request last finished (the restart back-off doubles with each)."""
         self._thread = threading.Thread(target=self._run, name=f"engine-{name}", daemon=True)
-        self.prefixes = PrefixBook(max_tokens=max(config.kv_tokens, 65536))
 
     @property
     def waiting(self) -> int:
@@ -111,8 +104,8 @@ class GenerationScheduler:
 
     @property
     def running(self) -> int:
-        """Requests in the engine's batch."""
-        return len(self._running)
+        """Requests in the engine's batch, or handed to it."""
+        return len(self._running) + len(self._sent)
 
     def start(self) -> None:
         """Start the engine thread: a warm-up generation, then ready."""
@@ -138,7 +131,7 @@ class GenerationScheduler:
         target_ms = self.config.ttft_target_s * 1e3
         if self.waiting >= free:
             raise QueueFull(f"every stream is busy; waiting for one would miss the {target_ms:.0f} ms TTFT target")
-        wait = self.forecast.wait_s(self.waiting + len(self._unstarted))
+        wait = self.forecast.wait_s(self.waiting + len(self._sent) + len(self._unstarted))
         if wait > self.config.ttft_target_s:
             raise QueueFull(f"a first token would take about {wait * 1e3:.0f} ms (prompts ahead of it to prefill), "
                             f"over the {target_ms:.0f} ms TTFT target")  # fmt: skip
@@ -151,26 +144,27 @@ class GenerationScheduler:
             self.check_room()
             heapq.heappush(self._waiting, (ticket.priority, next(self._order), ticket))
             self._cond.notify()
+        self.engine.wake()
         return ticket
 
     def cancel(self, ticket: Ticket) -> None:
-        """Drop a ticket whose client is gone: out of the queue, or out of the engine at its next step."""
+        """Drop a ticket whose client is gone: out of the queue, or out of the engine in the core's next round."""
         with self._cond:
             if not ticket.finished and not ticket.cancelled:
                 ticket.cancelled = True
                 self._cancels.append(ticket)
                 self._cond.notify()
+        self.engine.wake()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """Finish what was accepted (running and waiting), then end the thread."""
+        """Finish what was accepted (running and waiting), then end the thread and the engine's core."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
+        self.engine.wake()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
-        close = getattr(self.engine, "close", None)  # an engine in a process of its own ends with the scheduler
-        if close is not None:
-            close()
+        self.engine.close()
         if self.state != "dead":
             self.state, self.reason = "stopped", "stopped"
 
@@ -178,7 +172,8 @@ class GenerationScheduler:
         try:
             while True:
                 try:
-                    self._generate_once(WARM_UP)
+                    self.engine.open()
+                    self._warm_up()
                     self.state, self.reason = "ready", ""
                     log.info("%s ready (%s)", self.name, self.engine.engine)
                     while self._work():
@@ -191,15 +186,19 @@ class GenerationScheduler:
             self._die(err)
 
     def _restart(self, err: Exception) -> bool:
-        """After an engine failure: fail the requests inside it, wait the back-off, restart it; False when the
-        server stops meanwhile (the queue is failed then)."""
+        """After an engine failure: fail the requests inside it (those handed to it but not admitted queue again),
+        wait the back-off, restart it; False when the server stops meanwhile (the queue is failed then)."""
         self.failures += 1
         self.metrics.engine_failures.labels(self.name).inc()
         cause = f"{type(err).__name__}: {str(err)[:200]}"
         log.error("the %s engine failed (%s); restarting it", self.name, cause, exc_info=err)
         self.state, self.reason = "restarting", f"restarting after {cause}"
         lost, self._running = list(self._running.values()), {}
+        unsent, self._sent = list(self._sent.values()), {}
         self._unstarted.clear()
+        self._pinged = False
+        for ticket in unsent:
+            self._waiting_again(ticket)  # not its fault: it runs on the restarted engine
         for ticket in lost:
             self._fail(ticket, EngineFailed(f"the {self.name} engine failed while generating this request "
                                             f"({cause}); it is restarting, retry"))  # fmt: skip
@@ -226,53 +225,95 @@ class GenerationScheduler:
             with self._cond:
                 if self._stopping:
                     return False
-                self._cond.wait(min(left, 0.1))
+                self._cond.wait(min(left, TICK_S))
                 cancels, self._cancels = self._cancels, []
             for ticket in cancels:
                 ticket.finished = True
             self._expire(time.perf_counter())
         return not self._stopping
 
-    def _generate_once(self, request: GenerationRequest) -> None:
-        key = self.engine.add(request)
-        while key not in self.engine.step():
-            pass
-        self.engine.result(key)
+    def _warm_up(self) -> None:
+        """One short generation through the core before the engine is called ready (its failure raised)."""
+        key = next(self._keys)
+        self.engine.add(Job(key, WARM_UP))
+        while True:
+            for kind, value in self.engine.receive(HEARTBEAT_S, expecting=True):
+                output = self._output(kind, value)
+                if output is None:
+                    continue
+                for failed, err in output.failed:
+                    if failed == key:
+                        raise err
+                if any(done == key for done, _ in output.finished):
+                    return
 
     def _work(self) -> bool:
-        """One round: cancellations, expired deadlines, admissions, one engine step. False once drained."""
+        """One round: cancellations, expired deadlines, admissions, then the core's messages (or a heartbeat).
+        False once drained."""
         with self._cond:
-            busy = self._cond.wait_for(lambda: self._cancels or self._waiting or self._running or self._stopping,
-                                       HEARTBEAT_S)  # fmt: skip
-            if self._stopping and not self._waiting and not self._running:
+            if self._stopping and not self._waiting and not self.running:
                 return False
             cancels, self._cancels = self._cancels, []
-        if not busy:
-            self.engine.ping()
-            return True
         for ticket in cancels:
             self._drop(ticket)
         self._expire(time.perf_counter())
         self._admit()
-        if self._running:
-            for key in self.engine.step():
-                self._finish(key)
-        self.metrics.gauges(self.name, self.running, self.waiting, self.engine.cache_usage())
+        expecting = bool(self.running) or self._pinged
+        messages = self.engine.receive(TICK_S if expecting else HEARTBEAT_S, expecting)
+        for kind, value in messages:
+            output = self._output(kind, value)
+            if output is not None:
+                self._absorb(output)
+        now = time.perf_counter()
+        if messages:
+            self._heard = now
+        elif not expecting and now - self._heard >= HEARTBEAT_S:  # idle: is the core still there?
+            self._pinged, self._heard = True, now
+            self.engine.ping()
+        self.metrics.gauges(self.name, self.running, self.waiting, self._cache_usage)
         return True
 
+    def _output(self, kind: str, value: Any) -> StepOutput | None:
+        """A step's output, None for a pong; an engine that failed or is gone raises."""
+        if kind in ("failed", "gone"):
+            raise value
+        if kind == "pong":
+            self._pinged = False
+            return None
+        assert isinstance(value, StepOutput)
+        self._cache_usage = value.cache_usage
+        return value
+
+    def _absorb(self, output: StepOutput) -> None:
+        """Route a step's output to its requests (those cancelled or expired meanwhile are no longer here)."""
+        for key, prompt_tokens, cached in output.accepted:
+            self._accepted(key, prompt_tokens, cached)
+        for key, piece in output.pieces:
+            self._text(key, piece)
+        for key, err in output.failed:
+            ticket = self._sent.pop(key, None) or self._running.pop(key, None)
+            self._unstarted.discard(key)
+            if ticket is not None:
+                self._fail(ticket, err)
+        for key, result in output.finished:
+            self._finish(key, result)
+
     def _drop(self, ticket: Ticket) -> None:
-        if ticket.key is not None and self._running.pop(ticket.key, None) is not None:
-            self._unstarted.discard(ticket.key)
+        if ticket.key is not None and self._forget(ticket.key) is not None:
             self.engine.cancel(ticket.key)
         ticket.finished = True
 
+    def _forget(self, key: int) -> Ticket | None:
+        """Take a request off the books (handed over or running); its ticket."""
+        self._unstarted.discard(key)
+        return self._sent.pop(key, None) or self._running.pop(key, None)
+
     def _expire(self, now: float) -> None:
-        """Fail the requests whose deadline passed: generating (dropped from the engine) or still queued."""
-        for key, ticket in list(self._running.items()):
+        """Fail the requests whose deadline passed: in the engine (dropped from it) or still queued."""
+        for key, ticket in [*self._sent.items(), *self._running.items()]:
             if ticket.deadline is not None and now > ticket.deadline:
+                self._forget(key)
                 self.engine.cancel(key)
-                del self._running[key]
-                self._unstarted.discard(key)
                 self._fail(ticket, DeadlineExceeded("the request's deadline passed while it was generating"))
         with self._cond:
             late = [t for _, _, t in self._waiting if t.deadline is not None and now > t.deadline]
@@ -283,7 +324,8 @@ class GenerationScheduler:
             self._fail(ticket, DeadlineExceeded("the request's deadline passed while it waited in the queue"))
 
     def _admit(self) -> None:
-        while len(self._running) < self.config.max_running:
+        """Hand queued requests to the core while it has streams free (no answer awaited)."""
+        while self.running < self.config.max_running:
             with self._cond:
                 if not self._waiting:
                     return
@@ -294,20 +336,23 @@ class GenerationScheduler:
             if ticket.deadline is not None and time.perf_counter() > ticket.deadline:
                 self._fail(ticket, DeadlineExceeded("the request's deadline passed while it waited in the queue"))
                 continue
-            try:
-                request = self._prepare(ticket)
-                ticket.admitted = time.perf_counter()
-                ticket.key = self.engine.add(request, functools.partial(self._text, ticket))
-            except EngineGone:
-                self._waiting_again(ticket)  # not its fault: it runs on the restarted engine
-                raise
-            except Exception as err:  # this request's fault (400) or a fault of the engine with it alone (500)
-                self._fail(ticket, err)
-                continue
-            self._running[ticket.key] = ticket
-            self._unstarted.add(ticket.key)
-            self.metrics.queue_time.labels(self.name).observe(ticket.admitted - ticket.arrived)
-            ticket.post("accepted")
+            ticket.key, ticket.admitted = next(self._keys), time.perf_counter()
+            self._sent[ticket.key] = ticket
+            config = self.config
+            self.engine.add(Job(ticket.key, ticket.request, ticket.messages, ticket.fit_max_tokens,
+                                config.default_max_tokens, config.kv_tokens))  # fmt: skip
+
+    def _accepted(self, key: int, prompt_tokens: int, cached: int) -> None:
+        """The core admitted a request into the engine's batch."""
+        ticket = self._sent.pop(key, None)
+        if ticket is None:
+            return
+        self._running[key] = ticket
+        self._unstarted.add(key)
+        self.metrics.prefix(self.name, prompt_tokens, cached)
+        assert ticket.admitted is not None
+        self.metrics.queue_time.labels(self.name).observe(ticket.admitted - ticket.arrived)
+        ticket.post("accepted")
 
     def _waiting_again(self, ticket: Ticket) -> None:
         """Put a ticket back at the head of the queue."""
@@ -315,52 +360,20 @@ class GenerationScheduler:
         with self._cond:
             heapq.heappush(self._waiting, (-(2**62), next(self._order), ticket))
 
-    def _text(self, ticket: Ticket, piece: str) -> None:
-        """A piece of a request's text from the engine: the first one ends its prefill (the forecast learns)."""
-        if ticket.key in self._unstarted:
-            self._unstarted.discard(ticket.key)
+    def _text(self, key: int, piece: str) -> None:
+        """A piece of a request's text: the first one ends its prefill (the forecast learns)."""
+        ticket = self._running.get(key)
+        if ticket is None:
+            return
+        if key in self._unstarted:
+            self._unstarted.discard(key)
             assert ticket.admitted is not None
             self.forecast.first_token(ticket.admitted, time.perf_counter())
         ticket.text(piece)
 
-    def _prepare(self, ticket: Ticket) -> GenerationRequest:
-        """The request as the engine gets it: the chat rendered, the prompt tokenized, max_tokens fitted."""
-        request = ticket.request
-        prompt = self._chat(ticket.messages) if ticket.messages is not None else request.prompt
-        ids = tuple(self.engine.tokenize(prompt)) if isinstance(prompt, str) else tuple(prompt)
-        if not ids:
-            raise InvalidInput("the prompt is empty")
-        room = self.engine.context - len(ids)
-        if self.config.kv_tokens:
-            room = min(room, self.config.kv_tokens - len(ids))
-        tokens = min(self.config.default_max_tokens, room) if ticket.fit_max_tokens else request.max_tokens
-        if room < 1 or tokens > room:
-            limit = min(self.engine.context, self.config.kv_tokens or self.engine.context)
-            raise InvalidInput(f"the prompt is {len(ids)} tokens and max_tokens {tokens}: more than the "
-                               f"{limit} tokens one request can hold")  # fmt: skip
-        self.metrics.prefix(self.name, len(ids), self.prefixes.observe(ids))
-        return replace(request, prompt=ids, max_tokens=tokens)
-
-    def _chat(self, messages: list[dict[str, str]]) -> str:
-        """The chat rendered by the model's template; a template that refuses these messages is a 400."""
-        try:
-            return self.engine.chat(messages)
-        except EngineGone:
-            raise
-        except Exception as err:
-            raise InvalidInput(f"messages: the model's chat template refused them: {str(err)[:200]}") from None
-
-    def _finish(self, key: int) -> None:
+    def _finish(self, key: int, result: GenerationResult) -> None:
         ticket = self._running.pop(key, None)
         self._unstarted.discard(key)
-        try:
-            result = self.engine.result(key)
-        except EngineGone:
-            raise
-        except Exception as err:  # the engine refused this request alone (llama.cpp answers some refusals late)
-            if ticket is not None:
-                self._fail(ticket, err)
-            return
         if ticket is None:
             return
         ticket.finished = True
@@ -378,8 +391,9 @@ class GenerationScheduler:
         log.error("the %s engine loop died; refusing requests", self.name, exc_info=err)
         self.state, self.reason = "dead", f"{type(err).__name__}: {str(err)[:200]}"
         with self._cond:
-            tickets = [t for _, _, t in self._waiting] + list(self._running.values())
+            tickets = [t for _, _, t in self._waiting] + list(self._sent.values()) + list(self._running.values())
             self._waiting.clear()
+            self._sent.clear()
             self._running.clear()
             self._unstarted.clear()
         for ticket in tickets:

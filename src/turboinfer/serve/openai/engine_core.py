@@ -85,7 +85,8 @@ class EngineCore:
         self._keys: dict[int, int] = {}
         """Job key of each engine key."""
         self._out = StepOutput()
-        self.prefixes = PrefixBook(max_tokens=65536)
+        self.prefixes: PrefixBook | None = None
+        """Sized by the first job to about what the engine's KV cache holds."""
 
     def facts(self) -> dict[str, Any]:
         """What the scheduler needs of the engine: its name, context and description."""
@@ -133,6 +134,8 @@ class EngineCore:
             self._out.failed.append((job.key, portable(err)))
             return
         self.jobs[job.key], self._keys[key] = key, job.key
+        if self.prefixes is None:
+            self.prefixes = PrefixBook(max_tokens=max(job.kv_tokens, 65536))
         prompt = request.prompt
         assert not isinstance(prompt, str)
         self._out.accepted.append((job.key, len(prompt), self.prefixes.observe(prompt)))

@@ -81,6 +81,8 @@ class CoreClient(ABC):
 
     engine: str
     context: int
+    where = ""
+    """Where the core runs, for `describe`."""
 
     def __init__(self, call_timeout_s: float) -> None:
         self.call_timeout_s = call_timeout_s
@@ -128,8 +130,6 @@ class CoreClient(ABC):
     def describe(self) -> dict[str, Any]:
         """The engine's description, and where its core runs."""
         return {**self._describe, "process": self.where}
-
-    where = ""
 
     def add(self, job: Job) -> None:
         """Hand a job to the core (its admission, text and result come back in its outputs)."""

@@ -291,9 +291,7 @@ class GenerationScheduler:
         for key, piece in output.pieces:
             self._text(key, piece)
         for key, err in output.failed:
-            ticket = self._sent.pop(key, None) or self._running.pop(key, None)
-            self._unstarted.discard(key)
-            if ticket is not None:
+            if (ticket := self._forget(key)) is not None:
                 self._fail(ticket, err)
         for key, result in output.finished:
             self._finish(key, result)
@@ -372,8 +370,7 @@ class GenerationScheduler:
         ticket.text(piece)
 
     def _finish(self, key: int, result: GenerationResult) -> None:
-        ticket = self._running.pop(key, None)
-        self._unstarted.discard(key)
+        ticket = self._forget(key)
         if ticket is None:
             return
         ticket.finished = True

@@ -233,12 +233,10 @@ class Faulty:
 
 
 @pytest.fixture(scope="module")
-def spare(settings) -> Faulty:
-    """The served engine once more, in this process, for servers of their own (one at a time, each through a
-    LocalEngine of its own)."""
-    served = llm_serving(MODEL, settings, LIMITS, threads=2, cache_gb=0.25).engine
-    served.close()
-    return Faulty(build_engine(served.spec))
+def spare(llm) -> Faulty:
+    """The served engine once more (built from the running server's own spec), in this process, for servers of
+    their own (one at a time, each through a LocalEngine of its own)."""
+    return Faulty(build_engine(llm[1].frontends["openai"].schedulers[MODEL].engine.spec))
 
 
 def test_health_is_503_while_loading_and_while_a_failed_engine_restarts(spare):
